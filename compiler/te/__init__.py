@@ -1,0 +1,9 @@
+"""Tensor expressions: placeholder/compute definitions and reducers (TVM's ``te``)."""
+from ..tir.expr import IterVar, Range, Reduce, Var
+from ..tir.op import (abs_ as abs, all_ as all, any_ as any, ceil, const, erf, exp, floor,  # noqa: A004
+                      floordiv, floormod, if_then_else, log, power, round_ as round, rsqrt,
+                      sigmoid, sqrt, tanh, trunc, truncmod)
+from .api import comm_reducer, compute, max, min, placeholder, reduce_axis, sum, var  # noqa: A004
+from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,156 @@
+"""TE operations and tensors.
+
+Invariants: an Operation is immutable and compared by identity; a Tensor is the pair
+(op, value_index) and compares by that pair, so ``C.op.output(0) == C``.  Shapes are
+static: every extent is an ``IntImm``.  ``ComputeOp.body`` holds one expression per
+output; for reductions each is a top-level ``Reduce`` sharing one combiner and axis list.
+"""
+from __future__ import annotations
+
+from ..errors import TEError
+from ..tir import expr as E
+from ..tir.functor import Visitor
+
+
+class Tensor:
+    """One output of an operation; index it as ``T[i, j]`` or ``T(i, j)``."""
+    __slots__ = ("op", "value_index")
+
+    def __init__(self, op, value_index: int = 0):
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "value_index", value_index)
+
+    def __setattr__(self, k, v):
+        raise AttributeError(f"Tensor is immutable (tried to set {k})")
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and self.op is other.op and \
+            self.value_index == other.value_index
+
+    def __hash__(self):
+        return hash((id(self.op), self.value_index))
+
+    @property
+    def shape(self) -> tuple:
+        return self.op.output_shape(self.value_index)
+
+    @property
+    def dtype(self) -> str:
+        return self.op.output_dtype(self.value_index)
+
+    @property
+    def name(self) -> str:
+        n = self.op.name
+        return n if self.op.num_outputs == 1 else f"{n}.v{self.value_index}"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices):
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return self(*indices)
+
+    def __call__(self, *indices):
+        if len(indices) == 1 and isinstance(indices[0], (list, tuple)):
+            indices = tuple(indices[0])
+        if len(indices) != self.ndim:
+            raise TEError(f"tensor {self.name} has {self.ndim} dimensions {_shape_str(self.shape)}, "
+                          f"indexed with {len(indices)} indices")
+        idx = []
+        for x in indices:
+            e = _op.convert(x)
+            if not _dt.is_integral(e.dtype):
+                raise TEError(f"tensor {self.name}: index {e} has dtype {e.dtype}, expected an integer")
+            idx.append(e)
+        return E.ProducerLoad(self, tuple(idx))
+
+    def __repr__(self):
+        return f"Tensor(shape={_shape_str(self.shape)}, op.name={self.op.name}, dtype={self.dtype})"
+
+    __str__ = __repr__
+
+
+def _shape_str(shape) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+class Operation:
+    """Base of PlaceholderOp and ComputeOp (identity semantics)."""
+    __slots__ = ()
+    name: str
+    tag: str
+    attrs: dict
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def output(self, i: int = 0) -> Tensor:
+        if not 0 <= i < self.num_outputs:
+            raise TEError(f"op {self.name} has {self.num_outputs} outputs, asked for output {i}")
+        return Tensor(self, i)
+
+    @property
+    def input_tensors(self) -> list:
+        return []
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name})"
+
+
+class PlaceholderOp(Operation):
+    __slots__ = ("name", "shape", "dtype", "tag", "attrs")
+
+    def __init__(self, name: str, shape: tuple, dtype: str):
+        self.name, self.shape, self.dtype = name, shape, dtype
+        self.tag, self.attrs = "", {}
+
+    def output_shape(self, i):
+        return self.shape
+
+    def output_dtype(self, i):
+        return self.dtype
+
+
+class ComputeOp(Operation):
+    __slots__ = ("name", "tag", "attrs", "axis", "reduce_axis", "body", "_inputs")
+
+    def __init__(self, name, tag, attrs, axis, reduce_axis, body):
+        self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
+        self.axis, self.reduce_axis, self.body = tuple(axis), tuple(reduce_axis), tuple(body)
+        self._inputs = None
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.body)
+
+    def output_shape(self, i):
+        return tuple(iv.dom.extent for iv in self.axis)
+
+    def output_dtype(self, i):
+        return self.body[i].dtype
+
+    @property
+    def input_tensors(self) -> list:
+        if self._inputs is None:
+            self._inputs = collect_inputs(self.body)
+        return list(self._inputs)
+
+
+def collect_inputs(body) -> tuple:
+    """Tensors read by ``body`` in first-use order, without duplicates."""
+    found: dict = {}
+
+    class _Collect(Visitor):
+        def visit_ProducerLoad(self, e):
+            found.setdefault(e.producer, None)
+            self.visit(e.indices)
+
+    _Collect().visit(tuple(body))
+    return tuple(found)
+
+
+from ..tir import dtype as _dt  # noqa: E402
+from ..tir import op as _op  # noqa: E402
