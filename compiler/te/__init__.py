@@ -5,5 +5,6 @@ from ..tir.op import (abs_ as abs, all_ as all, any_ as any, ceil, const, erf, e
                       sigmoid, sqrt, tanh, trunc, truncmod)
 from .api import comm_reducer, compute, max, min, placeholder, reduce_axis, sum, var  # noqa: A004
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from ..schedule.schedule import Schedule, Stage, create_schedule  # noqa: E402
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -173,6 +173,8 @@ class Printer:
 
 
 def _pyval(v) -> str:
+    if isinstance(v, str):
+        return '"' + v.replace('"', '\\"') + '"'
     return "True" if v is True else ("False" if v is False else repr(v))
 
 

@@ -1,0 +1,100 @@
+"""lower(): Schedule -> PrimFunc (inline injection, bound inference, ScheduleOps, passes).
+
+The schedule is never mutated, so one Schedule can be lowered repeatedly.  ``args`` are
+the tensors the function takes, in order; they may be the user's original tensors even
+after cache_write/rfactor replaced their ops (they are resolved through ``stage_map``).
+"""
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..te.tensor import PlaceholderOp, Tensor
+from ..tir import expr as E
+from ..tir import op as _op
+from ..tir import stmt as S
+from ..passes.pipeline import run_pipeline
+from .bound import infer_bound
+from .inline import inject_inline
+from .schedule import Schedule
+from .schedule_ops import OpsBuilder, TensorBinding
+
+
+def _current(sch: Schedule, t) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise LoweringError(f"lower: args must be Tensors, got {t!r}")
+    st = sch.stage_map.get(t.op)
+    if st is None:
+        if isinstance(t.op, PlaceholderOp):
+            return t   # an unused input is allowed
+        raise LoweringError(f"lower: tensor {t.name} is not part of the schedule")
+    return st.op.output(t.value_index)
+
+
+def _strides(st, extents) -> tuple:
+    if not st.storage_aligns:
+        return ()
+    strides = [1] * len(extents)
+    for d in range(len(extents) - 2, -1, -1):
+        s = strides[d + 1] * extents[d + 1]
+        fo = st.storage_aligns.get(st.op.axis[d])
+        if fo is not None:
+            f, o = fo
+            s += (o - s) % f
+        strides[d] = s
+    return tuple(_op.const(x) for x in strides)
+
+
+def _buffer_name(t: Tensor) -> str:
+    return t.name.replace(".", "_")
+
+
+def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
+    """Lower without running the pass pipeline (the raw loop nest)."""
+    if not isinstance(sch, Schedule):
+        raise LoweringError(f"lower: expected a Schedule, got {type(sch).__name__}")
+    args = list(args or [])
+    bodies = inject_inline(sch)
+    bounds = infer_bound(sch, bodies)
+    bindings, params, seen = {}, [], set()
+    for a in args:
+        t = _current(sch, a)
+        if t in seen:
+            raise LoweringError(f"lower: tensor {t.name} appears twice in args")
+        seen.add(t)
+        buf = S.decl_buffer(t.shape, t.dtype, _buffer_name(t))
+        params.append(buf)
+        bindings[t] = TensorBinding(buf, [_op.const(0)] * len(t.shape))
+    alloc = {}
+    for st in sch.stages:
+        if st not in bodies:
+            continue
+        ext = [bounds.ext[iv] for iv in st.op.axis]
+        mins = [bounds.root_min[iv] for iv in st.op.axis]
+        for k in range(st.op.num_outputs):
+            t = st.op.output(k)
+            if t in bindings:
+                if st.attach_type == "scope":
+                    raise LoweringError(f"lower: stage {st.name} is a function argument and cannot "
+                                        "be computed inside another stage (compute_at)")
+                continue
+            buf = S.decl_buffer(ext, t.dtype, _buffer_name(t), st.scope,
+                                strides=_strides(st, ext))
+            alloc[t] = buf
+            bindings[t] = TensorBinding(buf, mins)
+    body = OpsBuilder(sch, bodies, bounds, bindings, alloc).build()
+    for st in reversed(sch.stages):
+        if st in bodies and st.attach_type == "root":
+            for k in range(st.op.num_outputs):
+                buf = alloc.get(st.op.output(k))
+                if buf is not None:
+                    body = S.Allocate(buf, body)
+    return S.PrimFunc(name, tuple(params), body, (("tir.noalias", True),))
+
+
+def lower(sch: Schedule, args, name: str = "main", simple_mode: bool = False,
+          passes=None) -> S.PrimFunc:
+    """Lower ``sch`` to an optimized PrimFunc taking ``args`` (TVM's tvm.lower)."""
+    func = schedule_to_primfunc(sch, args, name)
+    return run_pipeline(func, passes)
+
+
+__all__ = ["lower", "schedule_to_primfunc", "E"]

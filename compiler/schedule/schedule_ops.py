@@ -1,0 +1,143 @@
+"""ScheduleOps: build the loop nest of every stage and nest attached stages inside.
+
+Invariants of the output (see docs/CONTRACTS.md section 1):
+- every loop runs from 0 with a constant extent; a root axis's value is
+  ``root_min + offset(leaves)`` as computed by bound inference;
+- a tensor's buffer holds the region [root_min, root_min + extent) of every dimension,
+  so reads subtract the producer's ``root_min`` (zero for root stages and arguments);
+- a reduction is split into an init nest (over the data-parallel leaves that follow the
+  first reduction leaf) and an update nest, as TVM's MakeReduction does;
+- stages attached at a loop are computed at the start of that loop's body, inside an
+  Allocate of their buffer, in topological order.
+"""
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..te.tensor import ComputeOp
+from ..tir import expr as E
+from ..tir import op as _op
+from ..tir import stmt as S
+from ..tir.functor import Mutator, substitute
+from .bound import sub_simplified
+from .schedule import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
+
+_KIND = {ANN_PARALLEL: S.ForKind.PARALLEL, ANN_VECTORIZE: S.ForKind.VECTORIZED,
+         ANN_UNROLL: S.ForKind.UNROLLED}
+
+
+class TensorBinding:
+    """Where a tensor lives: its buffer and the offset of each dimension."""
+    __slots__ = ("buffer", "offsets")
+
+    def __init__(self, buffer, offsets):
+        self.buffer, self.offsets = buffer, tuple(offsets)
+
+
+class _ToBuffer(Mutator):
+    """Substitute root vars and turn tensor reads into buffer loads."""
+
+    def __init__(self, vmap: dict, bindings: dict):
+        super().__init__()
+        self.vmap, self.bindings = vmap, bindings
+
+    def visit_Var(self, v):
+        return self.vmap.get(v, v)
+
+    def visit_ProducerLoad(self, e):
+        bind = self.bindings.get(e.producer)
+        if bind is None:
+            raise LoweringError(f"tensor {e.producer.name} is read but is neither an argument nor "
+                                "computed by a stage of the schedule (pass it in args)")
+        idx = tuple(sub_simplified(self.visit(i), off) for i, off in zip(e.indices, bind.offsets))
+        return E.BufferLoad(bind.buffer, idx)
+
+
+class OpsBuilder:
+    def __init__(self, sch, bodies, bounds, bindings, alloc_buffers):
+        self.sch, self.bodies, self.bounds = sch, bodies, bounds
+        self.bindings, self.alloc_buffers = bindings, alloc_buffers
+        self.attached: dict = {}
+        for st in sch.stages:
+            if st in bodies and st.attach_type == "scope":
+                self.attached.setdefault((id(st.attach_stage), id(st.attach_ivar)), []).append(st)
+
+    def build(self) -> S.Stmt:
+        parts = [self.stage(st) for st in self.sch.stages
+                 if st in self.bodies and st.attach_type == "root"]
+        return S.seq(*parts)
+
+    # ------------------------------------------------------------------ per stage
+    def stage(self, st) -> S.Stmt:
+        op: ComputeOp = st.op
+        tb = _ToBuffer(self.bounds.root_value[st], self.bindings)
+        body = self.bodies[st]
+        outs = [self.bindings[op.output(k)] for k in range(op.num_outputs)]
+        sp_idx = tuple(sub_simplified(self.bounds.root_value[st][iv.var], o)
+                       for iv, o in zip(op.axis, outs[0].offsets))
+        preds = self.bounds.preds[st]
+        sp_pred = _op.all_(*[p for p, red in preds if not red])
+        if not op.reduce_axis:
+            stores = [S.BufferStore(o.buffer, tb.visit(b), sp_idx) for o, b in zip(outs, body)]
+            return self.nest(st, st.leaf_iter_vars, _guard(sp_pred, S.seq(*stores)))
+        red0: E.Reduce = body[0]
+        init_vals = red0.init or red0.combiner.identity_element
+        init = S.seq(*[S.BufferStore(o.buffer, tb.visit(v), sp_idx)
+                       for o, v in zip(outs, init_vals)])
+        cond = _op.logical_and(_op.all_(*[p for p, _ in preds]), tb.visit(red0.condition))
+        update = _guard(cond, self.update_stmt(red0, outs, sp_idx, tb))
+        leaves = st.leaf_iter_vars
+        first = next((k for k, iv in enumerate(leaves) if iv.iter_type != E.IterVar.DataPar),
+                     len(leaves))
+        init_leaves = [iv for iv in leaves[first:] if iv.iter_type == E.IterVar.DataPar]
+        init_nest = self.nest(st, init_leaves, _guard(sp_pred, init), attach=False)
+        upd_nest = self.nest(st, leaves[first:], update)
+        return self.nest(st, leaves[:first], S.seq(init_nest, upd_nest))
+
+    def update_stmt(self, red: E.Reduce, outs, idx, tb) -> S.Stmt:
+        comb = red.combiner
+        loads = [E.BufferLoad(o.buffer, idx) for o in outs]
+        srcs = [tb.visit(s) for s in red.source]
+        if len(outs) == 1:
+            val = substitute(comb.result[0], {comb.lhs[0]: loads[0], comb.rhs[0]: srcs[0]})
+            return S.BufferStore(outs[0].buffer, val, idx)
+        # multi-output: bind all inputs first so every result sees the old accumulators
+        lets, vmap = [], {}
+        for k, (lv, rv) in enumerate(zip(comb.lhs, comb.rhs)):
+            a, b = E.Var(f"{lv.name}_v", lv.dtype), E.Var(f"{rv.name}_v", rv.dtype)
+            lets += [(a, loads[k]), (b, srcs[k])]
+            vmap[lv], vmap[rv] = a, b
+        stmt = S.seq(*[S.BufferStore(o.buffer, substitute(r, vmap), idx)
+                       for o, r in zip(outs, comb.result)])
+        for v, val in reversed(lets):
+            stmt = S.LetStmt(v, val, stmt)
+        return stmt
+
+    # ------------------------------------------------------------------ loops
+    def nest(self, st, leaves, inner: S.Stmt, attach: bool = True) -> S.Stmt:
+        stmt = inner
+        for iv in reversed(leaves):
+            if attach:
+                stmt = self.with_attached(st, iv, stmt)
+            ann = tuple(st.pragmas.get(iv, ()))
+            kind = _KIND.get(st.annotations.get(iv), S.ForKind.SERIAL)
+            stmt = S.For(iv.var, _op.const(0, iv.var.dtype),
+                         _op.const(self.bounds.ext[iv], iv.var.dtype), kind, stmt, ann)
+        return stmt
+
+    def with_attached(self, st, iv, stmt: S.Stmt) -> S.Stmt:
+        kids = self.attached.get((id(st), id(iv)))
+        if not kids:
+            return stmt
+        stmt = S.seq(*[self.stage(k) for k in kids], stmt)
+        for k in reversed(kids):
+            for i in range(k.op.num_outputs):
+                buf = self.alloc_buffers.get(k.op.output(i))
+                if buf is not None:
+                    stmt = S.Allocate(buf, stmt)
+        return stmt
+
+
+def _guard(cond, stmt):
+    if isinstance(cond, E.IntImm):
+        return stmt if cond.value else S.Evaluate(_op.const(0))
+    return S.IfThenElse(cond, stmt)
