@@ -1,0 +1,64 @@
+"""``lower`` and ``build``: schedule -> PrimFunc -> LLVM IR -> object -> loaded Module.
+
+Role: orchestration only.  Each step lives in its layer (schedule.lower runs the pass
+pipeline, codegen.llvm writes IR text, runtime compiles, caches and loads); this module
+only validates the user's arguments and passes results along.
+
+Invariant: ``build_object`` is a pure function of (PrimFunc, target, opt level) whose
+results (object bytes, FuncMeta tuple with concrete alignments, IR text) are picklable,
+so tuning workers can run it in another process and ship the results to ``load_module``.
+"""
+from __future__ import annotations
+
+from .codegen.llvm import codegen_llvm
+from .errors import BuildError
+from .runtime.cache import DEFAULT_CACHE
+from .runtime.jit import compile_ir, load_module
+from .runtime.meta import meta_from_primfunc, resolve_alignment
+from .runtime.module import Module
+from .runtime.target import Target, parse_target
+from .schedule.lower import lower as _lower_schedule
+from .schedule.schedule import Schedule
+from .tir.stmt import PrimFunc
+
+
+def _target(target) -> Target:
+    if isinstance(target, (Target, str)):
+        return parse_target(target)
+    raise TypeError(f"target {target!r}: expected a Target or a string such as 'llvm'")
+
+
+def lower(inputs, args=None, name: str = "default_function", simple_mode: bool = False):
+    """The optimized PrimFunc of a Schedule (TVM's ``tvm.lower``); a PrimFunc passes through."""
+    if isinstance(inputs, PrimFunc):
+        return inputs
+    if not isinstance(inputs, Schedule):
+        raise TypeError(f"lower: inputs {inputs!r}: expected a te Schedule or a tir.PrimFunc")
+    if args is None:
+        raise TypeError("lower(schedule, args): args, the tensors in call order, are required")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"lower: name {name!r} must be an identifier (it becomes a symbol)")
+    return _lower_schedule(inputs, list(args), name=name, simple_mode=simple_mode)
+
+
+def build_object(func: PrimFunc, target="llvm", opt_level=None, cache=DEFAULT_CACHE):
+    """Compile one lowered PrimFunc: ``(object bytes, (FuncMeta,), IR text)``."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"build_object: expected a tir.PrimFunc, got {type(func).__name__}")
+    tgt = _target(target)
+    ir_text = codegen_llvm(func, tgt)
+    if not isinstance(ir_text, str):
+        raise BuildError(f"codegen_llvm returned {type(ir_text).__name__} for function "
+                         f"{func.name!r}; expected LLVM IR text")
+    obj = compile_ir(ir_text, tgt, opt_level, cache=cache)
+    meta = resolve_alignment((meta_from_primfunc(func),), ir_text)
+    return obj, meta, ir_text
+
+
+def build(inputs, args=None, target="llvm", name: str = "default_function",
+          opt_level=None) -> Module:
+    """Build a Schedule (with ``args``) or a lowered PrimFunc into a callable Module."""
+    tgt = _target(target)
+    func = lower(inputs, args, name=name)
+    obj, meta, ir_text = build_object(func, tgt, opt_level)
+    return load_module(obj, meta, ir_text=ir_text, target=tgt, opt_level=opt_level)

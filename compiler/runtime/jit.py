@@ -1,0 +1,276 @@
+"""LLVM IR text -> object code -> functions loaded into this process.
+
+Role: ``compile_ir`` parses, verifies, optimizes (new pass builder) and emits a
+position-independent object, so it can run in a worker process and the bytes can be
+shipped back; ``load_module`` links such an object into the process-wide LLJIT engine and
+wraps it in a ``Module``.
+
+Invariants:
+- LLVM is only touched under ``_LOCK``: llvmlite's objects are not thread-safe, and one
+  Python process shares one LLVM.  Each compile parses into a fresh LLVMContext that is
+  disposed afterwards, so thousands of tuning compiles do not grow the global context.
+- ``module.verify()`` runs before any optimization: this LLVM has assertions on, and
+  unverified IR can abort the process instead of raising.
+- One LLJIT per process (re-created after fork).  Every loaded object becomes a uniquely
+  named JIT library whose ResourceTracker is owned by the Module: the code stays mapped
+  exactly as long as a Module (or a Function taken from it) is alive.
+- External symbols resolve against the process, into which libgomp and libm are loaded
+  permanently once.  Objects needing a symbol nobody provides are rejected before linking.
+
+Known leaks (in llvmlite/LLVM, not fixable from Python): each optimization run leaks
+~75 KB (llvmlite's PassBuilder never frees its PassInstrumentationCallbacks, and reusing a
+PassBuilder would call dangling instrumentation callbacks), each loaded object ~9 KB (a
+JITDylib cannot be removed).  ``process_stats()`` counts both, so long-lived worker
+processes can be recycled after a few thousand compiles.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import itertools
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+
+from ..errors import BuildError
+from .cache import DEFAULT_CACHE, ObjectCache, resolve_cache
+from .meta import normalize_funcs_meta, resolve_alignment
+from .module import Function, Module
+from .objfile import read_symbols
+from .target import Target, _init_llvm, host_cpu, parse_target
+
+_LOCK = threading.RLock()
+_LIB_IDS = itertools.count()
+_STATS = {"compiles": 0, "loads": 0}
+# Symbols the JIT linker itself provides; they are never looked up in the process.
+_LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_", "__dso_handle"})
+
+
+@dataclass(frozen=True)
+class CompileOutput:
+    """Everything one compilation produces (``get_source`` needs the two texts)."""
+    object: bytes
+    optimized_ir: str
+    assembly: str
+
+
+def process_stats() -> dict:
+    """{"compiles": optimization runs, "loads": linked objects} in this process so far."""
+    with _LOCK:
+        return dict(_STATS)
+
+
+def _target_of(target) -> Target:
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        return parse_target(target)
+    raise TypeError(f"target {target!r}: expected a Target or a string such as 'llvm'")
+
+
+def _opt_of(opt_level, target: Target) -> int:
+    if opt_level is None:
+        return target.opt_level
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level {opt_level!r}: expected an int in 0..3 or None")
+    return opt_level
+
+
+@lru_cache(maxsize=None)
+def runtime_libraries() -> dict:
+    """Load libgomp and libm into the process once; returns {name: path or None}."""
+    found = {}
+    for name in ("gomp", "m"):
+        path = ctypes.util.find_library(name)
+        if path is not None:
+            try:
+                llvm.load_library_permanently(path)
+            except RuntimeError:
+                path = None
+        found[name] = path
+    return found
+
+
+@lru_cache(maxsize=32)
+def _target_machine(triple: str, cpu: str, features: str, opt: int):
+    # Cached: creating one costs ~1-5 ms, and it is only ever used under _LOCK.
+    try:
+        tgt = llvm.Target.from_triple(triple)
+    except RuntimeError as e:
+        raise BuildError(f"target triple {triple!r} is not supported by this LLVM: {e}") from None
+    return tgt.create_target_machine(cpu=cpu, features=features, opt=opt, reloc="pic",
+                                     codemodel="default")
+
+
+def compile_ir(ir_text: str, target="llvm", opt_level=None, cache=DEFAULT_CACHE) -> bytes:
+    """Object code (bytes) for ``ir_text``; looked up in / stored to ``cache`` first.
+
+    ``target`` is a Target or target string; ``opt_level`` None means the target's;
+    ``cache`` is an ObjectCache, None (no caching) or DEFAULT_CACHE (the process default).
+    Raises BuildError with LLVM's message when the IR does not parse or verify.
+    """
+    target = _target_of(target)
+    opt = _opt_of(opt_level, target)
+    _check_ir(ir_text)
+    store: ObjectCache | None = resolve_cache(cache)
+    key = store.key(ir_text, target, opt) if store is not None else None
+    if store is not None:
+        obj = store.get(key)
+        if obj is not None:
+            return obj
+    obj = _compile(ir_text, target, opt, want_source=False).object
+    if store is not None:
+        store.put(key, obj)
+    return obj
+
+
+def compile_ir_full(ir_text: str, target="llvm", opt_level=None) -> CompileOutput:
+    """Like ``compile_ir`` (never cached) but also returns optimized IR and assembly."""
+    target = _target_of(target)
+    opt = _opt_of(opt_level, target)
+    _check_ir(ir_text)
+    return _compile(ir_text, target, opt, want_source=True)
+
+
+def _check_ir(ir_text) -> None:
+    if not isinstance(ir_text, str):
+        raise TypeError(f"ir_text: expected LLVM IR as a str, got {type(ir_text).__name__}")
+
+
+def _compile(ir_text: str, target: Target, opt: int, want_source: bool) -> CompileOutput:
+    _init_llvm()
+    with _LOCK:
+        tm = _target_machine(target.triple, target.mcpu, target.features, opt)
+        ctx = llvm.create_context()
+        mod = None
+        try:
+            try:
+                mod = llvm.parse_assembly(ir_text, context=ctx)
+            except RuntimeError as e:
+                raise BuildError(f"LLVM IR does not parse: {e}") from None
+            try:
+                mod.verify()
+            except RuntimeError as e:
+                raise BuildError(f"LLVM IR fails verification: {e}") from None
+            mod.triple = target.triple
+            mod.data_layout = str(tm.target_data)
+            # A fresh PassBuilder per run: llvmlite registers per-run instrumentation
+            # callbacks into it that dangle once the run returns.
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+            _STATS["compiles"] += 1
+            obj = tm.emit_object(mod)
+            ll = str(mod) if want_source else ""
+            asm = tm.emit_assembly(mod) if want_source else ""
+            return CompileOutput(bytes(obj), ll, asm)
+        finally:
+            if mod is not None:
+                mod.close()    # before its context: a module must not outlive it
+            ctx.close()
+
+
+class _Engine:
+    """The process's LLJIT; a forked child gets a fresh one (pid check)."""
+
+    def __init__(self):
+        self.pid = None
+        self.lljit = None
+
+    def get(self):
+        if self.pid != os.getpid():
+            _init_llvm()
+            runtime_libraries()
+            # The parent's engine (inherited memory) is deliberately leaked, not disposed:
+            # its code may still be referenced by inherited Module objects.
+            self.lljit = llvm.create_lljit_compiler()
+            self.pid = os.getpid()
+        return self.lljit
+
+
+_ENGINE = _Engine()
+
+
+def load_module(obj: bytes, funcs_meta, ir_text: str | None = None, target=None,
+                opt_level=None) -> Module:
+    """Link object code into this process and return a callable Module.
+
+    ``funcs_meta`` lists each function as ``(name, [(param, shape, dtype), ...])`` or
+    FuncMeta; the first is the entry called by ``mod(...)``.  ``ir_text`` (the unoptimized
+    IR the object came from) and ``target``/``opt_level`` let ``get_source`` recompute the
+    optimized IR and assembly on demand; it also tells which pointer alignment the code
+    assumes (its ``align N`` attributes), so only arrays violating that get copied.
+    """
+    if not isinstance(obj, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_module: obj must be object-code bytes, got {type(obj).__name__}")
+    obj = bytes(obj)
+    target = _target_of(target) if target is not None else None
+    if target is not None:
+        _check_runnable(target)
+    if ir_text is not None:
+        _check_ir(ir_text)
+    metas = resolve_alignment(normalize_funcs_meta(funcs_meta), ir_text)
+    syms = read_symbols(obj)
+    names = [m.name for m in metas]
+    repeat = {n: syms is None or f"{n}__repeat" in syms.defined for n in names}
+    if syms is not None:
+        _check_symbols(syms, names)
+    tracker = _link(obj, names + [f"{n}__repeat" for n in names if repeat[n]])
+    # Conservatively per object: any function may reach the outlined parallel regions.
+    gomp = syms is not None and any(s.startswith("GOMP_") for s in syms.undefined)
+    funcs = [Function(m, tracker[m.name], tracker[f"{m.name}__repeat"] if repeat[m.name]
+                      else None, tracker, gomp) for m in metas]
+    source = None
+    if ir_text is not None:
+        src_target = target or parse_target("llvm")
+
+        def source():
+            return compile_ir_full(ir_text, src_target, opt_level)
+    return Module(funcs, obj, source, tracker)
+
+
+def _check_symbols(syms, names) -> None:
+    missing = [n for n in names if n not in syms.defined]
+    if missing:
+        raise BuildError(f"object does not define function(s) {missing} listed in funcs_meta; "
+                         f"it defines {sorted(syms.defined)}")
+    runtime_libraries()
+    unresolved = sorted(s for s in syms.undefined - _LINKER_SYMBOLS
+                        if not llvm.address_of_symbol(s))
+    if unresolved:
+        hint = ""
+        if any(s.startswith(("GOMP_", "omp_")) for s in unresolved):
+            hint = " (parallel loops need libgomp, which was not found on this machine)"
+        raise BuildError(f"object needs symbol(s) {unresolved} that no loaded library "
+                         f"provides{hint}")
+
+
+def _link(obj: bytes, exports):
+    with _LOCK:
+        lljit = _ENGINE.get()
+        builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+        for name in exports:
+            builder.export_symbol(name)
+        _STATS["loads"] += 1
+        try:
+            return builder.link(lljit, f"tas_module_{next(_LIB_IDS)}")
+        except RuntimeError as e:
+            raise BuildError(f"loading object code ({len(obj)} bytes) failed: {e}") from None
+
+
+def _check_runnable(target: Target) -> None:
+    """Refuse code this CPU cannot run (it would die with SIGILL, not raise)."""
+    cpu, feats, triple = host_cpu()
+    if target.triple.split("-")[0] != triple.split("-")[0]:
+        raise BuildError(f"target {target}: triple {target.triple!r} cannot run on this "
+                         f"host ({triple!r})")
+    host = set(feats.split(","))
+    lacking = [f for f in target.mattr if f.startswith("+") and f not in host]
+    if lacking:
+        raise BuildError(f"target {target}: host CPU {cpu!r} lacks features {lacking}")
+    host_bits = 512 if "+avx512f" in host else 256 if "+avx2" in host else 128
+    if target.vector_bits > host_bits:
+        raise BuildError(f"target {target}: {target.vector_bits}-bit vectors, but host CPU "
+                         f"{cpu!r} has {host_bits}-bit vectors")

@@ -1,0 +1,226 @@
+"""Signatures of compiled functions, as the runtime needs them to check call arguments.
+
+Role: describe each exported kernel (name, and per parameter: name, static shape, dtype,
+whether the kernel may write it, the alignment the code assumes) in plain picklable
+values, so a worker process can ship them beside the object code.
+
+Invariants:
+- Shapes are tuples of non-negative Python ints; dtypes are scalar TIR dtype strings that
+  map to one numpy dtype ("bool" is numpy's 1-byte bool).
+- ``written`` is True when the kernel may store through the pointer.  Meta written by hand
+  as ``(name, shape, dtype)`` does not know, so it is conservatively True.
+- ``align`` is the byte alignment the generated code assumes for the pointer; the Module
+  guarantees it, copying misaligned arrays when needed.  None means "not known yet":
+  ``resolve_alignment`` reads the ``align N`` parameter attributes of the IR's ``define``
+  line, and without IR it becomes DEFAULT_ALIGN (64), safe for any code.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import BuildError
+from ..tir import dtype as tdtype
+from ..tir.expr import IntImm, Var
+from ..tir.functor import post_order_visit
+from ..tir.stmt import Buffer, BufferStore, PrimFunc
+
+DEFAULT_ALIGN = 64
+
+
+@dataclass(frozen=True)
+class ParamMeta:
+    name: str
+    shape: tuple
+    dtype: str
+    written: bool = True
+    align: int | None = None
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return numpy_dtype(self.dtype)
+
+
+@dataclass(frozen=True)
+class FuncMeta:
+    name: str
+    params: tuple   # of ParamMeta
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of a scalar TIR dtype ("bool" -> np.bool_, 1 byte)."""
+    try:
+        base, lanes = tdtype.parse(dtype)
+    except (ValueError, TypeError):
+        raise ValueError(f"dtype {dtype!r}: expected a scalar dtype such as 'float32'") from None
+    if lanes != 1 or base == "handle":
+        raise ValueError(f"dtype {dtype!r}: a kernel parameter needs a scalar element dtype")
+    return np.dtype(np.bool_) if base == "bool" else np.dtype(base)
+
+
+def normalize_funcs_meta(funcs_meta) -> tuple:
+    """Validate ``funcs_meta`` and return a tuple of FuncMeta (first one = entry function).
+
+    Accepts FuncMeta objects or ``(func_name, [(param_name, shape, dtype), ...])`` pairs; a
+    param may also be a ParamMeta or a 4/5-tuple adding ``written`` and ``align``.
+    """
+    if isinstance(funcs_meta, (FuncMeta, str)) or not hasattr(funcs_meta, "__iter__"):
+        raise TypeError(f"funcs_meta {funcs_meta!r}: expected a list of "
+                        "(name, [(param, shape, dtype), ...]) entries")
+    out, seen = [], set()
+    for entry in funcs_meta:
+        fm = entry if isinstance(entry, FuncMeta) else _func_from_tuple(entry)
+        if fm.name in seen:
+            raise ValueError(f"funcs_meta: function {fm.name!r} is listed twice")
+        seen.add(fm.name)
+        out.append(FuncMeta(fm.name, tuple(_param(fm.name, p) for p in fm.params)))
+    if not out:
+        raise ValueError("funcs_meta is empty: expected at least one function")
+    return tuple(out)
+
+
+def _func_from_tuple(entry) -> FuncMeta:
+    if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+        raise TypeError(f"funcs_meta entry {entry!r}: expected (func_name, params)")
+    name, params = entry
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"funcs_meta entry {entry!r}: function name must be an identifier")
+    if not isinstance(params, (tuple, list)):
+        raise TypeError(f"function {name!r}: params {params!r} must be a list of tuples")
+    return FuncMeta(name, tuple(params))
+
+
+def _param(fname: str, p) -> ParamMeta:
+    if not isinstance(p, ParamMeta):
+        if not isinstance(p, (tuple, list)) or not 3 <= len(p) <= 5:
+            raise TypeError(f"function {fname!r}: param {p!r} must be (name, shape, dtype"
+                            "[, written[, align]])")
+        p = ParamMeta(*p)
+    where = f"function {fname!r} param {p.name!r}"
+    if not isinstance(p.name, str):
+        raise TypeError(f"function {fname!r}: param name {p.name!r} must be a str")
+    shape = p.shape
+    if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+            for d in shape):
+        raise ValueError(f"{where}: shape {shape!r} must be a tuple of non-negative ints")
+    if not isinstance(p.dtype, str):
+        raise TypeError(f"{where}: dtype {p.dtype!r} must be a str such as 'float32'")
+    numpy_dtype(p.dtype)
+    align = p.align
+    if align is not None and (not isinstance(align, int) or align < 1 or align & (align - 1)):
+        raise ValueError(f"{where}: align {align!r} must be a positive power of two or None")
+    return ParamMeta(p.name, tuple(int(d) for d in shape), p.dtype, bool(p.written), align)
+
+
+def meta_from_primfunc(func: PrimFunc) -> FuncMeta:
+    """FuncMeta of a lowered PrimFunc: static shapes, dtypes, which params it writes."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"meta_from_primfunc({func!r}): expected a tir.PrimFunc")
+    written = _written_data_vars(func)
+    params = []
+    for b in func.params:
+        if not isinstance(b, Buffer):
+            raise BuildError(f"PrimFunc {func.name!r}: parameter {b!r} is not a Buffer")
+        shape = []
+        for d in b.shape:
+            if not isinstance(d, IntImm):
+                raise BuildError(f"PrimFunc {func.name!r} buffer {b.name!r}: shape "
+                                 f"dimension {d!r} is not a constant; static shapes expected")
+            shape.append(int(d.value))
+        if b.strides and [_const(s) for s in b.strides] != _row_major(shape):
+            raise BuildError(f"PrimFunc {func.name!r} buffer {b.name!r}: strides "
+                             f"{b.strides!r} are not row-major; parameters must be compact")
+        # align=None: what the code assumes is read from the IR by resolve_alignment.
+        params.append(ParamMeta(b.name, tuple(shape), b.dtype, b.data in written))
+    return _checked(FuncMeta(func.name, tuple(params)))
+
+
+def _checked(fm: FuncMeta) -> FuncMeta:
+    return normalize_funcs_meta([fm])[0]
+
+
+def _written_data_vars(func: PrimFunc) -> set:
+    """Data Vars the body may write through: stored to, or used as a raw pointer.
+
+    Buffers are compared by their ``data`` Var, not by object, because flattening makes new
+    Buffer objects over the same pointer.  A pointer passed around as an expression (to an
+    intrinsic, a Let) could be written behind our back, so it counts as written.
+    """
+    out = set()
+
+    def visit(node):
+        if isinstance(node, BufferStore):
+            out.add(node.buffer.data)
+        elif isinstance(node, Var) and node.dtype == "handle":
+            out.add(node)   # (a BufferLoad's buffer is opaque to the walker: reads only)
+
+    post_order_visit(func.body, visit)
+    return out
+
+
+def _const(e):
+    return int(e.value) if isinstance(e, IntImm) else e
+
+
+def _row_major(shape) -> list:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+_DEFINE = re.compile(r'^define\b[^@\n]*@("[^"]+"|[A-Za-z0-9_.$]+)\s*\(', re.M)
+_ALIGN_ATTR = re.compile(r"\balign\s+(\d+)")
+
+
+def ir_param_alignments(ir_text: str) -> dict:
+    """{function name: (claimed byte alignment or None, ...)} from the IR's define lines."""
+    out = {}
+    for m in _DEFINE.finditer(ir_text):
+        depth, i, start = 1, m.end(), m.end()
+        params, cur = [], start
+        while i < len(ir_text) and depth:
+            c = ir_text[i]
+            if c in "([{<":
+                depth += 1
+            elif c in ")]}>":
+                depth -= 1
+            elif c == "," and depth == 1:
+                params.append(ir_text[cur:i])
+                cur = i + 1
+            i += 1
+        params.append(ir_text[cur:i - 1])
+        aligns = []
+        for p in params:
+            a = _ALIGN_ATTR.search(p)
+            aligns.append(int(a.group(1)) if a else None)
+        out[m.group(1).strip('"')] = tuple(aligns) if any(p.strip() for p in params) else ()
+    return out
+
+
+def resolve_alignment(metas: tuple, ir_text: str | None) -> tuple:
+    """Fill every ``align=None`` with what the code assumes (see the module docstring).
+
+    With the IR: the parameter's ``align N`` attribute, at least the element size (LLVM
+    assumes natural alignment for plain loads).  Without it: DEFAULT_ALIGN.
+    """
+    claimed = ir_param_alignments(ir_text) if ir_text else {}
+    out = []
+    for fm in metas:
+        aligns = claimed.get(fm.name)
+        if aligns is not None and len(aligns) != len(fm.params):
+            raise BuildError(f"function {fm.name!r}: funcs_meta lists {len(fm.params)} "
+                             f"params but the IR defines it with {len(aligns)}")
+        params = []
+        for k, p in enumerate(fm.params):
+            if p.align is None:
+                a = DEFAULT_ALIGN if aligns is None else max(aligns[k] or 1,
+                                                             p.np_dtype.itemsize)
+                p = replace(p, align=a)
+            params.append(p)
+        out.append(FuncMeta(fm.name, tuple(params)))
+    return tuple(out)

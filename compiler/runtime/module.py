@@ -1,0 +1,265 @@
+"""Compiled kernels callable on numpy arrays.
+
+Role: ``Function`` wraps one exported symbol (and its ``<name>__repeat`` timing wrapper)
+and turns numpy arrays into raw pointers; ``Module`` groups the functions of one loaded
+object, owns the JIT resources and offers ``time_evaluator`` and ``get_source``.
+
+Invariants (what makes a bad call an exception instead of a crash or silent corruption):
+- Every argument is checked before the call: count (TypeError), ndarray (TypeError),
+  dtype, shape, C-contiguity, writeability of written params, and no two params sharing
+  memory (kernel params are ``noalias``) -- all ValueError naming the parameter.
+- Each param's ``align`` is what the code assumes (an ``align 64`` parameter attribute
+  lets LLVM use aligned vector moves, which fault on numpy's usual 16-byte alignment).
+  A misaligned array is copied into an aligned temporary for the call and copied back if
+  the kernel writes it.  ``empty_aligned``/``as_aligned`` make zero-copy arrays.
+- A Function holds the JIT ResourceTracker, so code is never unmapped while callable.
+- libgomp cannot start a parallel region in a child forked after the parent ran one (the
+  child hangs forever).  Such a call raises BuildError instead: use the "spawn" or
+  "forkserver" start method for worker processes.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+
+import numpy as np
+
+from ..errors import BuildError
+from .meta import DEFAULT_ALIGN, FuncMeta
+from .timer import Evaluator
+
+_SOURCE_FORMATS = ("ll", "asm")
+# "used": this process has run an OpenMP kernel; "forked_after_use": we are a fork of one.
+_GOMP = {"used": False, "forked_after_use": False}
+
+
+def _after_fork_in_child() -> None:
+    _GOMP["forked_after_use"] = _GOMP["used"]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _enter_gomp(name: str) -> None:
+    if _GOMP["forked_after_use"]:
+        raise BuildError(f"function {name!r} may run a libgomp parallel region, but this "
+                         "process was forked after its parent ran one; libgomp would hang. "
+                         "Start worker processes with the 'spawn' or 'forkserver' method")
+    _GOMP["used"] = True
+
+
+# ``addressof(c_char.from_buffer(a))`` costs ~0.35 us against ~2.5 us for ``a.ctypes.data``;
+# it needs a writeable, non-empty buffer, so read-only arrays take the slow path.
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def empty_aligned(shape, dtype="float32", align: int = DEFAULT_ALIGN) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data pointer is ``align``-byte aligned."""
+    if not isinstance(align, int) or align < 1 or align & (align - 1):
+        raise ValueError(f"empty_aligned: align {align!r} must be a positive power of two")
+    dt = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    nbytes = math.prod(shape) * dt.itemsize
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    off = (-_addressof(_from_buffer(raw))) % align
+    return raw[off:off + nbytes].view(dt).reshape(shape)
+
+
+def as_aligned(arr, align: int = DEFAULT_ALIGN) -> np.ndarray:
+    """``arr`` itself if C-contiguous and aligned, else an aligned C-contiguous copy."""
+    arr = np.asarray(arr)
+    if arr.flags.c_contiguous and arr.ctypes.data % align == 0:
+        return arr
+    out = empty_aligned(arr.shape, arr.dtype, align)
+    out[...] = arr
+    return out
+
+
+class PreparedCall:
+    """Raw pointers for one call, plus the aligned copies to write back afterwards.
+
+    ``temps`` owns every aligned copy: the pointers in ``ptrs`` point into them, so they
+    must live exactly as long as this object (a freed copy would be reused by numpy).
+    """
+    __slots__ = ("ptrs", "writeback", "temps")
+
+    def __init__(self, ptrs, writeback, temps):
+        self.ptrs = ptrs
+        self.writeback = writeback
+        self.temps = temps
+
+    def finish(self) -> None:
+        for original, tmp in self.writeback:
+            original[...] = tmp
+
+
+class Function:
+    """One compiled kernel: ``f(*arrays)`` checks the arrays and runs it in place."""
+
+    def __init__(self, meta: FuncMeta, addr: int, repeat_addr, keepalive,
+                 uses_gomp: bool = False):
+        self.meta = meta
+        self.uses_gomp = uses_gomp
+        self.name = meta.name
+        self.params = meta.params
+        n = len(meta.params)
+        self._keepalive = keepalive      # the JIT tracker: code lives while we do
+        self._cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n)(addr)
+        self._crepeat = None
+        if repeat_addr is not None:
+            proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n, ctypes.c_int64)
+            self._crepeat = proto(repeat_addr)
+        self._checks = tuple((p.name, p.shape, p.np_dtype, p.written, p.align)
+                             for p in meta.params)
+
+    @property
+    def has_repeat(self) -> bool:
+        """True when the object has a ``<name>__repeat`` wrapper (timing in native code)."""
+        return self._crepeat is not None
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{p.name}: {p.dtype}{list(p.shape)}" for p in self.params)
+        return f"<Function {self.name}({sig})>"
+
+    def __call__(self, *arrays) -> None:
+        call = self.prepare(arrays)
+        if self.uses_gomp:
+            _enter_gomp(self.name)
+        self._cfunc(*call.ptrs)
+        call.finish()
+
+    def prepare(self, arrays) -> PreparedCall:
+        """Check ``arrays`` against the signature; raise TypeError/ValueError on mismatch."""
+        checks = self._checks
+        if len(arrays) != len(checks):
+            names = ", ".join(c[0] for c in checks)
+            raise TypeError(f"function {self.name!r} takes {len(checks)} arrays ({names}), "
+                            f"got {len(arrays)}")
+        ptrs, spans, writeback, temps = [], [], [], []
+        # Hot path (every call): one flags object per array, identity test on dtype first.
+        for (pname, shape, dt, written, align), a in zip(checks, arrays):
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"function {self.name!r} param {pname!r}: expected a "
+                                f"numpy.ndarray, got {type(a).__name__}")
+            flags = a.flags
+            if (a.dtype is not dt and a.dtype != dt) or a.shape != shape \
+                    or not flags.c_contiguous or (written and not flags.writeable):
+                self._reject(pname, shape, dt, written, a)
+            nbytes = a.nbytes
+            if not nbytes:
+                ptrs.append(a.ctypes.data)    # never dereferenced: the kernel has no work
+                continue
+            ptr = _addressof(_from_buffer(a)) if flags.writeable else a.ctypes.data
+            spans.append((ptr, ptr + nbytes, pname))
+            if ptr % align:
+                tmp = empty_aligned(shape, dt, align)
+                tmp[...] = a
+                temps.append(tmp)
+                if written:
+                    writeback.append((a, tmp))
+                ptr = _addressof(_from_buffer(tmp))
+            ptrs.append(ptr)
+        if len(spans) > 1:
+            self._check_overlap(spans)
+        return PreparedCall(ptrs, writeback, temps)
+
+    def _reject(self, pname, shape, dt, written, a) -> None:
+        where = f"function {self.name!r} param {pname!r}"
+        if a.dtype != dt:
+            raise ValueError(f"{where}: expected dtype {dt.name}, got {a.dtype.name}"
+                             f"{'' if a.dtype.isnative else ' (non-native byte order)'}")
+        if a.shape != shape:
+            raise ValueError(f"{where}: expected shape {shape}, got {a.shape}")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{where}: array is not C-contiguous (strides {a.strides}); "
+                             "pass np.ascontiguousarray(x)")
+        raise ValueError(f"{where}: the kernel writes this parameter but the array is "
+                         "read-only")
+
+    def _check_overlap(self, spans) -> None:
+        spans.sort()
+        for (s0, e0, n0), (s1, _e1, n1) in zip(spans, spans[1:]):
+            if s1 < e0:
+                raise ValueError(f"function {self.name!r}: params {n0!r} and {n1!r} share "
+                                 "memory; kernel parameters must not alias (pass a copy)")
+
+    def run_repeat(self, ptrs, number: int) -> None:
+        """Run the kernel ``number`` times on prepared pointers, in native code if possible."""
+        if self.uses_gomp:
+            _enter_gomp(self.name)
+        if self._crepeat is not None:
+            self._crepeat(*ptrs, number)
+        else:
+            f = self._cfunc
+            for _ in range(number):
+                f(*ptrs)
+
+
+class Module:
+    """The functions of one loaded object; ``mod(*arrays)`` calls the entry (first) one."""
+
+    def __init__(self, functions, obj: bytes, source_fn, keepalive):
+        if not functions:
+            raise BuildError("Module: no functions to export")
+        self._functions = {f.name: f for f in functions}
+        self.entry_name = functions[0].name
+        self._obj = obj
+        self._source_fn = source_fn       # () -> CompileOutput, or None without IR
+        self._sources = None
+        self._keepalive = keepalive
+
+    @property
+    def function_names(self) -> tuple:
+        return tuple(self._functions)
+
+    @property
+    def funcs_meta(self) -> tuple:
+        """The FuncMeta list this module was loaded with (to reload ``export_object()``)."""
+        return tuple(f.meta for f in self._functions.values())
+
+    def __repr__(self) -> str:
+        return f"<Module entry={self.entry_name!r} functions={list(self._functions)}>"
+
+    def __call__(self, *arrays) -> None:
+        self._functions[self.entry_name](*arrays)
+
+    def __getitem__(self, name: str) -> Function:
+        return self.get_function(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self._functions
+
+    def get_function(self, name: str) -> Function:
+        f = self._functions.get(name) if isinstance(name, str) else None
+        if f is None:
+            raise KeyError(f"module has no function {name!r}; it has {list(self._functions)}")
+        return f
+
+    def time_evaluator(self, func_name=None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, enable_cpu_cache_flush: bool = False):
+        """A callable ``(*arrays) -> ProfileResult`` timing ``func_name`` (default: entry).
+
+        Each repeat is one native call of ``<name>__repeat(..., number)``; ``min_repeat_ms``
+        grows ``number`` until one repeat lasts that long; the cache flush overwrites a
+        buffer larger than the last-level cache before every repeat.
+        """
+        func = self.get_function(self.entry_name if func_name is None else func_name)
+        return Evaluator(func, number, repeat, min_repeat_ms, enable_cpu_cache_flush)
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """Optimized LLVM IR (``"ll"``) or assembly (``"asm"``) of this module."""
+        if fmt not in _SOURCE_FORMATS:
+            raise ValueError(f"get_source: unknown format {fmt!r}; expected one of "
+                             f"{_SOURCE_FORMATS}")
+        if self._source_fn is None:
+            raise BuildError("get_source: this module was loaded from object code without "
+                             "its IR text; pass ir_text= to load_module")
+        if self._sources is None:
+            self._sources = self._source_fn()
+        return self._sources.optimized_ir if fmt == "ll" else self._sources.assembly
+
+    def export_object(self) -> bytes:
+        """The relocatable object code (load it again with ``load_module``)."""
+        return self._obj

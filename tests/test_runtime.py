@@ -1,0 +1,622 @@
+"""compiler.runtime on hand-written LLVM IR: compile, cache, load, call, time, sources, Target.
+
+The kernels here are written by hand so the runtime is tested independently of lowering
+and codegen.  Every compile uses ``cache=None`` or a tmp_path cache (never ~/.cache).
+"""
+import concurrent.futures
+import multiprocessing
+import os
+import pathlib
+import pickle
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+from compiler import te
+from compiler.build import build, build_object, lower
+from compiler.errors import BuildError
+from compiler.runtime import (DEFAULT_CACHE, FuncMeta, ObjectCache, ParamMeta, as_aligned,
+                              compile_ir, compile_ir_full, default_cache, empty_aligned,
+                              host_target, load_module, meta_from_primfunc, parse_target,
+                              process_stats, set_default_cache)
+from compiler.runtime import cache as cache_mod
+from compiler.runtime import timer as timer_mod
+from compiler.runtime.cache import resolve_cache
+from compiler.runtime.meta import ir_param_alignments
+from compiler.runtime.objfile import read_symbols
+from compiler.tir import (Add, BufferLoad, BufferStore, For, IntImm, PrimFunc, Var,
+                          decl_buffer)
+
+N = 1024
+
+
+def add_ir(n=N, name="add", align=64, repeat=True):
+    """C[i] = A[i] + B[i] for i < n, float32; params claim ``align`` bytes."""
+    attr = f" align {align}" if align else ""
+    p = ", ".join(f"ptr noalias{attr} %{x}" for x in "ABC")
+    text = f"""
+define void @{name}({p}) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %pa = getelementptr float, ptr %A, i64 %i
+  %pb = getelementptr float, ptr %B, i64 %i
+  %pc = getelementptr float, ptr %C, i64 %i
+  %a = load float, ptr %pa, align 4
+  %b = load float, ptr %pb, align 4
+  %c = fadd float %a, %b
+  store float %c, ptr %pc, align 4
+  %i1 = add i64 %i, 1
+  %d = icmp eq i64 %i1, {n}
+  br i1 %d, label %exit, label %loop
+exit:
+  ret void
+}}
+"""
+    return text + (repeat_ir(name, 3) if repeat else "")
+
+
+def repeat_ir(name, nargs):
+    params = ", ".join(f"ptr %p{k}" for k in range(nargs))
+    args = ", ".join(f"ptr %p{k}" for k in range(nargs))
+    return f"""
+define void @{name}__repeat({params}, i64 %n) {{
+entry:
+  %z = icmp sle i64 %n, 0
+  br i1 %z, label %exit, label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  call void @{name}({args})
+  %i1 = add i64 %i, 1
+  %d = icmp eq i64 %i1, %n
+  br i1 %d, label %exit, label %loop
+exit:
+  ret void
+}}
+"""
+
+
+# Volatile so LLVM cannot fold n calls into one "C += n": counts are the real call counts.
+COUNT_BODY = """{
+entry:
+  %v = load volatile i64, ptr %C
+  %v1 = add i64 %v, 1
+  store volatile i64 %v1, ptr %C
+  ret void
+}
+"""
+COUNT_IR = ("define void @count(ptr noalias %C) " + COUNT_BODY + repeat_ir("count", 1)
+            + "define void @tick(ptr noalias %C) " + COUNT_BODY)
+COUNT_META = [("count", [("C", (1,), "int64")]), ("tick", [("C", (1,), "int64")])]
+
+GOMP_IR = """
+declare void @GOMP_parallel(ptr, ptr, i32, i32)
+declare i32 @omp_get_thread_num()
+declare i32 @omp_get_num_threads()
+declare float @expf(float)
+
+define internal void @par_worker(ptr %data) {
+  %t = call i32 @omp_get_thread_num()
+  %n = call i32 @omp_get_num_threads()
+  %out = load ptr, ptr %data
+  %t64 = sext i32 %t to i64
+  %p = getelementptr i32, ptr %out, i64 %t64
+  store i32 %n, ptr %p
+  ret void
+}
+
+define void @par(ptr noalias %O) {
+  %d = alloca ptr
+  store ptr %O, ptr %d
+  call void @GOMP_parallel(ptr @par_worker, ptr %d, i32 2, i32 0)
+  ret void
+}
+
+define void @vexp(ptr noalias %X, ptr noalias %Y) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %px = getelementptr float, ptr %X, i64 %i
+  %py = getelementptr float, ptr %Y, i64 %i
+  %x = load float, ptr %px
+  %e = call float @expf(float %x)
+  store float %e, ptr %py
+  %i1 = add i64 %i, 1
+  %d = icmp eq i64 %i1, 16
+  br i1 %d, label %exit, label %loop
+exit:
+  ret void
+}
+"""
+
+BOOL_IR = """
+define void @lnot(ptr noalias %A, ptr noalias %B) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+  %pa = getelementptr i8, ptr %A, i64 %i
+  %pb = getelementptr i8, ptr %B, i64 %i
+  %a = load i8, ptr %pa
+  %z = icmp eq i8 %a, 0
+  %b = zext i1 %z to i8
+  store i8 %b, ptr %pb
+  %i1 = add i64 %i, 1
+  %d = icmp eq i64 %i1, 8
+  br i1 %d, label %exit, label %loop
+exit:
+  ret void
+}
+"""
+
+ADD_META = [("add", [("A", (N,), "float32", False), ("B", (N,), "float32", False),
+                     ("C", (N,), "float32", True)])]
+
+
+@pytest.fixture(scope="module")
+def add_mod():
+    ir = add_ir()
+    return load_module(compile_ir(ir, "llvm", cache=None), ADD_META, ir_text=ir)
+
+
+@pytest.fixture(scope="module")
+def count_mod():
+    return load_module(compile_ir(COUNT_IR, cache=None), COUNT_META, ir_text=COUNT_IR)
+
+
+def _abc(n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32),
+            np.zeros(n, np.float32))
+
+
+# ------------------------------------------------------------------ calling kernels
+def test_add_matches_numpy_aligned_and_misaligned(add_mod):
+    a, b, c = _abc()
+    add_mod(a, b, c)   # numpy arrays are usually only 16-byte aligned: copied, not crashed
+    np.testing.assert_array_equal(c, a + b)
+    aa, bb, cc = as_aligned(a), as_aligned(b), empty_aligned(N)
+    assert cc.ctypes.data % 64 == 0 and aa.ctypes.data % 64 == 0
+    add_mod(aa, bb, cc)
+    np.testing.assert_array_equal(cc, a + b)
+    # a view at an odd 4-byte offset (element-aligned, not 64-aligned) is also written back
+    buf = np.zeros(N + 1, np.float32)
+    out = buf[1:]
+    add_mod(a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+
+
+def test_entry_and_named_functions(count_mod):
+    c = np.zeros(1, np.int64)
+    count_mod(c)
+    count_mod["tick"](c)
+    count_mod.get_function("count")(c)
+    assert c[0] == 3
+    assert count_mod.entry_name == "count" and "tick" in count_mod
+    assert count_mod["count"].has_repeat and not count_mod["tick"].has_repeat
+    with pytest.raises(KeyError, match="nope"):
+        count_mod["nope"]
+
+
+def test_libgomp_and_libm_symbols_resolve():
+    obj = compile_ir(GOMP_IR, cache=None)
+    meta = [("par", [("O", (4,), "int32")]),
+            ("vexp", [("X", (16,), "float32", False), ("Y", (16,), "float32")])]
+    mod = load_module(obj, meta)
+    o = np.zeros(4, np.int32)
+    mod(o)
+    np.testing.assert_array_equal(o, [2, 2, 0, 0])   # two threads, each saw 2 threads
+    x = np.linspace(-3, 3, 16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    mod["vexp"](x, y)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_gomp_after_fork_raises_instead_of_hanging():
+    obj = compile_ir(GOMP_IR, cache=None)
+    mod = load_module(obj, [("par", [("O", (4,), "int32")])])
+    assert mod["par"].uses_gomp
+    mod(np.zeros(4, np.int32))            # the parent has now run a parallel region
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                          # child: report what happened, never return
+        signal.alarm(10)                  # if the guard failed, die instead of hanging
+        msg = b"no error"
+        try:
+            mod(np.zeros(4, np.int32))
+        except BuildError as e:
+            msg = str(e).encode()
+        finally:
+            os.write(w, msg)
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        msg = f.read().decode()
+    os.waitpid(pid, 0)
+    assert "forked after its parent ran one" in msg and "spawn" in msg
+
+
+def test_bool_param_is_one_byte_numpy_bool():
+    mod = load_module(compile_ir(BOOL_IR, cache=None),
+                      [("lnot", [("A", (8,), "bool", False), ("B", (8,), "bool")])])
+    a = np.array([0, 1, 1, 0, 1, 0, 0, 1], dtype=bool)
+    b = np.zeros(8, dtype=bool)
+    mod(a, b)
+    np.testing.assert_array_equal(b, ~a)
+    with pytest.raises(ValueError, match="expected dtype bool, got uint8"):
+        mod(a.view(np.uint8), b)
+
+
+# ------------------------------------------------------------------ argument checks
+def test_argument_count_and_type_errors(add_mod):
+    a, b, c = _abc()
+    with pytest.raises(TypeError, match=r"'add' takes 3 arrays \(A, B, C\), got 2"):
+        add_mod(a, b)
+    with pytest.raises(TypeError, match="param 'B': expected a numpy.ndarray, got list"):
+        add_mod(a, list(b), c)
+
+
+def test_shape_dtype_contiguity_and_readonly_errors(add_mod):
+    a, b, c = _abc()
+    with pytest.raises(ValueError, match=r"param 'B': expected shape \(1024,\), got \(512,\)"):
+        add_mod(a, b[:512].copy(), c)
+    with pytest.raises(ValueError, match="param 'A': expected dtype float32, got float64"):
+        add_mod(a.astype(np.float64), b, c)
+    with pytest.raises(ValueError, match="non-native byte order"):
+        add_mod(a.astype(">f4"), b, c)
+    strided = np.zeros(2 * N, np.float32)[::2]
+    with pytest.raises(ValueError, match="param 'C': array is not C-contiguous"):
+        add_mod(a, b, strided)
+    ro = c.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="param 'C': the kernel writes this parameter"):
+        add_mod(a, b, ro)
+    a.flags.writeable = False     # read-only inputs are fine (slow pointer path)
+    add_mod(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_aliasing_params_rejected(add_mod):
+    a, b, c = _abc()
+    with pytest.raises(ValueError, match="params 'A' and 'C' share memory"):
+        add_mod(a, b, a)
+    with pytest.raises(ValueError, match="share memory"):
+        add_mod(a, a, c)
+    big = np.zeros(N + 8, np.float32)
+    with pytest.raises(ValueError, match="share memory"):
+        add_mod(big[:N], b, big[8:])       # overlapping views of one buffer
+
+
+def test_errors_leave_outputs_untouched(add_mod):
+    a, b, c = _abc()
+    with pytest.raises(ValueError):
+        add_mod(a, b[:10].copy(), c)
+    assert not c.any()
+
+
+# ------------------------------------------------------------------ time_evaluator
+def test_time_evaluator_counts_runs(count_mod):
+    c = np.zeros(1, np.int64)
+    res = count_mod.time_evaluator(number=7, repeat=3)(c)
+    assert c[0] == 1 + 7 * 3          # one warm-up + number * repeat, in one native call each
+    assert res.number == 7 and len(res.results) == 3
+    assert all(t > 0 for t in res.results)
+    assert res.mean > 0 and res.median > 0 and res.std >= 0
+    assert res.min <= res.median <= res.max
+
+
+def test_time_evaluator_without_repeat_wrapper_falls_back(count_mod):
+    c = np.zeros(1, np.int64)
+    res = count_mod.time_evaluator("tick", number=5, repeat=2)(c)
+    assert c[0] == 1 + 5 * 2 and res.number == 5
+
+
+def test_time_evaluator_min_repeat_ms_grows_number(count_mod):
+    c = np.zeros(1, np.int64)
+    res = count_mod.time_evaluator(number=1, repeat=2, min_repeat_ms=20)(c)
+    assert res.number > 1000
+    for t in res.results:
+        assert t * res.number >= 0.020 * 0.99
+    assert c[0] >= 1 + res.number * 2
+
+
+def test_time_evaluator_cache_flush_runs_before_each_repeat(add_mod, monkeypatch):
+    calls = []
+    real = timer_mod.flush_cpu_cache
+    monkeypatch.setattr(timer_mod, "flush_cpu_cache", lambda: (calls.append(1), real()))
+    a, b, c = _abc()
+    res = add_mod.time_evaluator(number=2, repeat=3, enable_cpu_cache_flush=True)(a, b, c)
+    assert len(calls) == 3 and len(res.results) == 3 and res.mean > 0
+    np.testing.assert_array_equal(c, a + b)   # misaligned output written back after timing
+
+
+def test_time_evaluator_argument_errors(add_mod):
+    with pytest.raises(ValueError, match="number=0"):
+        add_mod.time_evaluator(number=0)
+    with pytest.raises(TypeError, match="repeat="):
+        add_mod.time_evaluator(repeat="3")
+    with pytest.raises(ValueError, match="min_repeat_ms"):
+        add_mod.time_evaluator(min_repeat_ms=-1)
+    with pytest.raises(KeyError):
+        add_mod.time_evaluator("missing")
+    with pytest.raises(TypeError, match="takes 3 arrays"):
+        add_mod.time_evaluator()(np.zeros(N, np.float32))
+
+
+# ------------------------------------------------------------------ sources and objects
+def test_get_source_and_export_object(add_mod):
+    ll = add_mod.get_source("ll")
+    assert "define void @add(" in ll and "target triple" in ll
+    asm = add_mod.get_source("asm")
+    assert "add:" in asm and ".text" in asm
+    with pytest.raises(ValueError, match="unknown format 'cuda'"):
+        add_mod.get_source("cuda")
+    obj = add_mod.export_object()
+    assert isinstance(obj, bytes) and obj[:4] == b"\x7fELF"
+    again = load_module(obj, add_mod.funcs_meta)
+    a, b, c = _abc(seed=3)
+    again(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    with pytest.raises(BuildError, match="without its IR"):
+        again.get_source("ll")
+
+
+def test_compile_ir_full_and_opt_levels():
+    out = compile_ir_full(add_ir(), "llvm", opt_level=3)
+    assert out.object[:4] == b"\x7fELF" and "fadd <8 x float>" in out.optimized_ir
+    o0 = compile_ir_full(add_ir(), "llvm", opt_level=0)
+    assert "<8 x float>" not in o0.optimized_ir      # O0 does not vectorize
+    with pytest.raises(ValueError, match="opt_level 4"):
+        compile_ir(add_ir(), opt_level=4, cache=None)
+    with pytest.raises(TypeError, match="ir_text"):
+        compile_ir(b"define", cache=None)
+
+
+def test_bad_ir_raises_build_error():
+    with pytest.raises(BuildError, match="does not parse"):
+        compile_ir("define void @f( {", cache=None)
+    bad = """define void @f() {
+entry:
+  br label %b
+b:
+  %x = add i32 %y, 1
+  %y = add i32 %x, 1
+  br label %b
+}"""
+    with pytest.raises(BuildError, match="fails verification.*dominate"):
+        compile_ir(bad, cache=None)
+
+
+def test_bad_objects_and_meta_raise_not_crash():
+    obj = compile_ir(add_ir(), cache=None)
+    for junk in (b"garbage", obj[: len(obj) // 2], b"\x7fELF" + b"\0" * 100):
+        with pytest.raises(BuildError):
+            load_module(junk, ADD_META)
+    with pytest.raises(BuildError, match=r"does not define function\(s\) \['mul'\]"):
+        load_module(obj, [("mul", [("A", (N,), "float32")])])
+    undefined = compile_ir("declare void @nosuchfn()\ndefine void @f(ptr %A) {\n"
+                           "  call void @nosuchfn()\n  ret void\n}", cache=None)
+    with pytest.raises(BuildError, match="nosuchfn"):
+        load_module(undefined, [("f", [("A", (1,), "float32")])])
+    with pytest.raises(TypeError):
+        load_module("not bytes", ADD_META)
+    with pytest.raises(TypeError):
+        load_module(obj, [("add",)])
+    with pytest.raises(ValueError, match="shape"):
+        load_module(obj, [("add", [("A", (-1,), "float32")])])
+    with pytest.raises(ValueError, match="dtype 'float33'"):
+        load_module(obj, [("add", [("A", (1,), "float33")])])
+    with pytest.raises(BuildError, match="lists 1 params but the IR defines it with 3"):
+        load_module(obj, [("add", [("A", (N,), "float32")])], ir_text=add_ir())
+
+
+def test_object_for_other_cpu_is_refused():
+    tgt = parse_target("llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    if "+avx512f" in host_target().features.split(","):
+        pytest.skip("host has AVX-512")
+    obj = compile_ir(add_ir(), tgt, cache=None)
+    with pytest.raises(BuildError, match="avx512f"):
+        load_module(obj, ADD_META, target=tgt)
+
+
+def test_symbols_and_alignment_from_ir():
+    syms = read_symbols(compile_ir(GOMP_IR, cache=None))
+    assert {"par", "vexp"} <= syms.defined and "par_worker" not in syms.defined
+    assert {"GOMP_parallel", "expf"} <= syms.undefined
+    assert read_symbols(b"junk") is None
+    assert ir_param_alignments(add_ir()) == {"add": (64, 64, 64), "add__repeat": (None,) * 4}
+    mod = load_module(compile_ir(add_ir(align=0), cache=None), ADD_META, ir_text=add_ir(align=0))
+    assert [p.align for p in mod["add"].params] == [4, 4, 4]      # element size only
+    assert [p.align for p in load_module(compile_ir(add_ir(), cache=None),
+                                         ADD_META)["add"].params] == [64, 64, 64]
+
+
+def test_meta_from_primfunc():
+    A, B, C = (decl_buffer((4, 8), "float32", n) for n in "ABC")
+    i = Var("i", "int32")
+    body = For(i, IntImm("int32", 0), IntImm("int32", 4), "serial",
+               BufferStore(C, Add(BufferLoad(A, (i, i)), BufferLoad(B, (i, i))), (i, i)))
+    fm = meta_from_primfunc(PrimFunc("f", (A, B, C), body))
+    assert fm == FuncMeta("f", (ParamMeta("A", (4, 8), "float32", False),
+                                ParamMeta("B", (4, 8), "float32", False),
+                                ParamMeta("C", (4, 8), "float32", True)))
+    D = decl_buffer((Var("n", "int32"),), "float32", "D")
+    with pytest.raises(BuildError, match="not a constant"):
+        meta_from_primfunc(PrimFunc("g", (D,), body))
+    with pytest.raises(TypeError):
+        meta_from_primfunc("f")
+
+
+# ------------------------------------------------------------------ object cache
+def test_cache_miss_then_hit(tmp_path):
+    cache = ObjectCache(tmp_path)
+    obj1 = compile_ir(add_ir(), "llvm", cache=cache)
+    obj2 = compile_ir(add_ir(), "llvm", cache=cache)
+    assert obj1 == obj2
+    assert (cache.misses, cache.hits, cache.writes) == (1, 1, 1)
+    compile_ir(add_ir(), "llvm", opt_level=1, cache=cache)      # opt level is in the key
+    compile_ir(add_ir(n=512), "llvm", cache=cache)              # so is the IR
+    compile_ir(add_ir(), "llvm -num-cores=1", cache=cache)       # and the target
+    assert cache.misses == 4 and len(list(tmp_path.glob("*.obj"))) == 4
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "flip", "directory"])
+def test_corrupt_entry_is_a_miss(tmp_path, damage):
+    cache = ObjectCache(tmp_path)
+    good = compile_ir(add_ir(), cache=cache)
+    path = cache.path(cache.key(add_ir(), host_target(), 3))
+    data = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(b"not an object")
+    elif damage == "truncate":
+        path.write_bytes(data[: len(data) - 10])
+    elif damage == "flip":
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    else:
+        path.unlink()
+        path.mkdir()       # unreadable entry: reading raises an OSError
+    obj = compile_ir(add_ir(), cache=cache)
+    assert obj == good and cache.hits == 0 and cache.misses == 2
+    load_module(obj, ADD_META)(*_abc())
+
+
+def test_cache_write_failures_are_harmless(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    cache = ObjectCache(blocker / "sub")           # cannot mkdir below a file
+    assert compile_ir(add_ir(), cache=cache)[:4] == b"\x7fELF"
+    assert cache.errors >= 1 and cache.writes == 0 and cache.hits == 0
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+    good = ObjectCache(tmp_path / "c")
+    monkeypatch.setattr(cache_mod.os, "replace", broken_replace)
+    assert good.put("k" * 64, b"data") is False
+    assert list((tmp_path / "c").iterdir()) == []  # the temporary file was removed
+
+
+def test_cache_atomic_put_and_concurrent_writers(tmp_path):
+    cache = ObjectCache(tmp_path)
+    payloads = [bytes([k]) * 200_000 for k in range(4)]
+
+    def writer(k):
+        for _ in range(5):
+            assert cache.put("same", payloads[k])
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cache.get("same") in payloads          # always one whole entry
+    assert [p.name for p in tmp_path.iterdir()] == ["same.obj"]
+    assert cache.clear() == 1 and cache.get("same") is None
+
+
+def test_default_cache_configuration(tmp_path):
+    assert default_cache().directory == (
+        pathlib.Path("~/.cache/tensor-autosched/objects").expanduser())
+    assert resolve_cache(None) is None
+    mine = ObjectCache(tmp_path)
+    assert resolve_cache(mine) is mine and resolve_cache(DEFAULT_CACHE) is default_cache()
+    with pytest.raises(TypeError, match="expected an ObjectCache"):
+        compile_ir(add_ir(), cache="yes")
+    k = ObjectCache.key(add_ir(), host_target(), 3)
+    assert k == ObjectCache.key(add_ir(), parse_target("llvm"), 3) and len(k) == 64
+
+
+# ------------------------------------------------------------------ processes and threads
+def test_compile_in_spawned_worker_and_load_here():
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        obj = pool.submit(compile_ir, add_ir(), "llvm", None, None).result(timeout=60)
+    mod = load_module(obj, ADD_META)
+    a, b, c = _abc(seed=5)
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_concurrent_compiles_from_threads():
+    before = process_stats()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        objs = list(pool.map(lambda n: compile_ir(add_ir(n=n), cache=None), [64, 128] * 4))
+    assert objs[0] == objs[2] and objs[0] != objs[1]
+    assert process_stats()["compiles"] == before["compiles"] + 8
+
+
+# ------------------------------------------------------------------ Target
+def test_target_str_is_stable_and_round_trips():
+    t = parse_target("llvm")
+    assert str(t) == str(parse_target("llvm")) == str(host_target())
+    assert str(t).startswith("llvm -keys=cpu -mcpu=")
+    assert parse_target(str(t)) == t
+    a = parse_target("llvm -num-cores=4 -mcpu=znver3 -mattr=+avx2,+fma")
+    b = parse_target("llvm -mattr=+avx2,+fma -mcpu=znver3 -num-cores=4")
+    assert a == b and str(a) == "llvm -keys=cpu -mcpu=znver3 -mattr=+avx2,+fma -num-cores=4"
+    foreign = parse_target("llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1 -opt-level=2")
+    assert "-mtriple=aarch64-linux-gnu" in str(foreign) and "-opt-level=2" in str(foreign)
+    assert parse_target(str(foreign)) == foreign
+    assert parse_target(t) is t and hash(a) == hash(b)
+
+
+@pytest.mark.parametrize("text", ["", "cuda", "llvm -foo=1", "llvm mcpu", "llvm -num-cores=x",
+                                  "llvm -num-cores=0", "llvm -opt-level=5", None, 3])
+def test_target_parse_errors(text):
+    with pytest.raises(BuildError, match="target"):
+        parse_target(text)
+
+
+def test_target_vector_width_follows_features():
+    t = host_target()
+    feats = t.features.split(",")
+    expect = 512 if "+avx512f" in feats else 256 if "+avx2" in feats else 128
+    assert t.vector_bits == expect and t.vector_lanes(32) == expect // 32
+    assert parse_target("llvm -mcpu=x86-64 -mattr=+avx2").vector_bits == 256
+    assert parse_target("llvm -mcpu=znver4").vector_lanes(32) == 16
+    assert os.cpu_count() >= t.num_cores >= 1
+
+
+# ------------------------------------------------------------------ build (orchestration)
+@pytest.fixture
+def tmp_default_cache(tmp_path):
+    """build() uses the process default cache: point it at tmp_path for the test."""
+    previous = default_cache()
+    mine = ObjectCache(tmp_path / "default")
+    set_default_cache(mine)
+    yield mine
+    set_default_cache(previous)
+
+
+def test_build_schedule_and_primfunc_end_to_end(tmp_path, tmp_default_cache):
+    n = 1000
+    A = te.placeholder((n,), name="A", dtype="float32")
+    B = te.placeholder((n,), name="B", dtype="float32")
+    C = te.compute((n,), lambda i: A[i] * B[i] + A[i], name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=8)
+    s[C].vectorize(xi)
+    mod = build(s, [A, B, C], target="llvm", name="fma_add")
+    a, b, c = _abc(n, seed=7)
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a * b + a, rtol=1e-6)
+    assert mod.entry_name == "fma_add" and mod["fma_add"].has_repeat
+    assert mod.time_evaluator(number=3)(a, b, c).mean > 0
+    func = lower(s, [A, B, C], name="fma_add")
+    obj, meta, ir = build_object(func, "llvm", cache=ObjectCache(tmp_path))
+    meta = pickle.loads(pickle.dumps(meta))          # shippable from a worker process
+    assert [p.written for p in meta[0].params] == [False, False, True]
+    assert all(isinstance(p.align, int) for p in meta[0].params)
+    again = build(func)                               # a PrimFunc goes straight to codegen
+    assert tmp_default_cache.hits == 1 and tmp_default_cache.writes == 1
+    c2 = np.zeros(n, np.float32)
+    again(a, b, c2)
+    np.testing.assert_array_equal(c2, c)
+    with pytest.raises(TypeError, match="args"):
+        build(s)
+    with pytest.raises(TypeError, match="Schedule or a tir.PrimFunc"):
+        build("not a schedule")
