@@ -255,3 +255,16 @@ def test_row_softmax():
     a = rand((13, 70)) * 4
     e = np.exp(a - a.max(1, keepdims=True))
     np.testing.assert_allclose(run(s, [A, O], [a]), e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_compute_at_then_split_and_fuse_target_axis():
+    A = te.placeholder((12, 10), name="A")
+    B = te.compute(A.shape, lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute(A.shape, lambda i, j: B[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[B].compute_at(s[C], i)
+    io, ii = s[C].split(i, factor=4)   # B follows the inner part
+    s[C].fuse(ii, j)                   # ... then the fused axis
+    a = rand((12, 10))
+    np.testing.assert_allclose(run(s, [A, C], [a]), (a + 1) * 2, rtol=1e-6)

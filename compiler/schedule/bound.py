@@ -185,12 +185,31 @@ def attach_path(st, bounds: Bounds) -> list:
         if st.attach_type == "scope":
             tgt = st.attach_stage
             leaves = tgt.leaf_iter_vars
-            pos = next(k for k, iv in enumerate(leaves) if iv is st.attach_ivar)
+            ivar = resolve_attach_ivar(tgt, st.attach_ivar)
+            pos = next((k for k, iv in enumerate(leaves) if iv is ivar), None)
+            if pos is None:
+                raise LoweringError(f"stage {st.name} is attached at {tgt.name}."
+                                    f"{st.attach_ivar.var.name}, which is no longer a loop of "
+                                    f"{tgt.name}")
             p = attach_path(tgt, bounds) + list(leaves[:pos + 1])
         else:
             p = []
         bounds.path[st] = p
     return p
+
+
+def resolve_attach_ivar(stage, ivar):
+    """The leaf loop that now stands for ``ivar``: the inner part after a split (as
+    Ansor's AttachMap does), the fused axis after a fuse."""
+    changed = True
+    while changed:
+        changed = False
+        for rel in stage.relations:
+            if isinstance(rel, Split) and rel.parent is ivar:
+                ivar, changed = rel.inner, True
+            elif isinstance(rel, Fuse) and (rel.outer is ivar or rel.inner is ivar):
+                ivar, changed = rel.fused, True
+    return ivar
 
 
 def infer_bound(sch, bodies: dict) -> Bounds:

@@ -18,7 +18,7 @@ from ..tir import expr as E
 from ..tir import op as _op
 from ..tir import stmt as S
 from ..tir.functor import Mutator, substitute
-from .bound import sub_simplified
+from .bound import resolve_attach_ivar, sub_simplified
 from .schedule import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
 
 _KIND = {ANN_PARALLEL: S.ForKind.PARALLEL, ANN_VECTORIZE: S.ForKind.VECTORIZED,
@@ -59,7 +59,8 @@ class OpsBuilder:
         self.attached: dict = {}
         for st in sch.stages:
             if st in bodies and st.attach_type == "scope":
-                self.attached.setdefault((id(st.attach_stage), id(st.attach_ivar)), []).append(st)
+                iv = resolve_attach_ivar(st.attach_stage, st.attach_ivar)
+                self.attached.setdefault((id(st.attach_stage), id(iv)), []).append(st)
 
     def build(self) -> S.Stmt:
         parts = [self.stage(st) for st in self.sch.stages

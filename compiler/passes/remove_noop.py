@@ -1,0 +1,101 @@
+"""Pass ``remove_noop``: delete statements that do nothing and trivial loops.
+
+Removes: loops of extent 1 (the variable is replaced by the loop min and the body
+simplified), loops of extent <= 0, Evaluate of constants, empty or no-op sequences,
+loops/lets/allocations/attributes whose body is a no-op, IfThenElse with a constant
+condition or with no-op branches.
+
+Invariants: expressions are assumed side-effect free (TIR has no calls with effects), so
+a statement whose body does nothing can be dropped with its condition/value.  Returns the
+same PrimFunc when nothing changed; the function body is never left empty (a no-op
+``Evaluate(0)`` stands in).
+"""
+from __future__ import annotations
+
+from ..tir.analysis import uses_var
+from ..tir.arith import Simplifier
+from ..tir.expr import IntImm, Not, PrimExpr
+from ..tir.functor import Mutator, transform_func
+from ..tir.stmt import For, IfThenElse, PrimFunc, SeqStmt
+from .common import NOOP, const_int, is_noop
+from .simplify import make_replacer
+
+__all__ = ["remove_noop"]
+
+
+class _NoopRemover(Mutator):
+    def __init__(self):
+        super().__init__()
+        self.simp = Simplifier()
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr):
+            return node
+        return super().visit(node)
+
+    def visit_For(self, s):
+        n = const_int(s.extent)
+        if n is not None and n <= 0:
+            return NOOP
+        body = self.visit(s.body)
+        if is_noop(body):
+            return NOOP
+        if n == 1:
+            if uses_var(body, s.loop_var):
+                body = make_replacer(body, s.loop_var, self.simp)(s.min)
+            return body
+        if body is s.body:
+            return s
+        return For(s.loop_var, s.min, s.extent, s.kind, body, s.annotations)
+
+    def visit_IfThenElse(self, s):
+        c = s.condition
+        if type(c) is IntImm:
+            if c.value:
+                return self.visit(s.then_case)
+            return NOOP if s.else_case is None else self.visit(s.else_case)
+        then = self.visit(s.then_case)
+        other = None if s.else_case is None else self.visit(s.else_case)
+        if other is not None and is_noop(other):
+            other = None
+        if is_noop(then):
+            if other is None:
+                return NOOP
+            return IfThenElse(self.simp.visit(Not(c)), other, None)
+        if then is s.then_case and other is s.else_case:
+            return s
+        return IfThenElse(c, then, other)
+
+    def _body_only(self, s):
+        """LetStmt / Allocate / AttrStmt: gone when their body does nothing."""
+        r = self.generic_visit(s)
+        return NOOP if is_noop(r.body) else r
+
+    visit_LetStmt = visit_Allocate = visit_AttrStmt = _body_only
+
+    def visit_Evaluate(self, s):
+        return NOOP if is_noop(s) else s
+
+    def visit_SeqStmt(self, s):
+        out = []
+        changed = False
+        for x in s.seq:
+            y = self.visit(x)
+            changed |= y is not x
+            if type(y) is SeqStmt:
+                out.extend(y.seq)
+                changed = True
+            elif is_noop(y):
+                changed = True
+            else:
+                out.append(y)
+        if not changed:
+            return s
+        if not out:
+            return NOOP
+        return out[0] if len(out) == 1 else SeqStmt(tuple(out))
+
+
+def remove_noop(func: PrimFunc) -> PrimFunc:
+    """Drop no-op statements and loops of extent 1 from ``func``."""
+    return transform_func(func, _NoopRemover())

@@ -1,0 +1,149 @@
+"""Tests of the ``vectorize_loops`` pass."""
+from compiler.passes import flatten_buffers, vectorize_loops
+from compiler.tir import dtype as dt
+from compiler.tir import expr as E
+from compiler.tir import stmt as S
+from compiler.tir.functor import post_order_visit
+from test_passes_interp import assert_same_result, ci, fi
+
+
+def _f(body, *bufs):
+    return S.PrimFunc("f", bufs, body)
+
+
+def _loops(func):
+    out = []
+    post_order_visit(func.body, lambda n: out.append(n) if isinstance(n, S.For) else None)
+    return out
+
+
+def _check(f):
+    g = vectorize_loops(f)
+    assert_same_result(f, g)
+    return g
+
+
+A = S.decl_buffer((4, 16), "float32", "A")
+B = S.decl_buffer((16,), "float32", "B")
+C = S.decl_buffer((4, 16), "float32", "C")
+I = S.decl_buffer((16,), "int32", "I")
+
+
+def _outer_inner(make, n=16, kind="vectorized"):
+    i, j = E.Var("i"), E.Var("j")
+    body = S.For(i, ci(0), ci(4), "serial", S.For(j, ci(0), ci(n), kind, make(i, j)))
+    return flatten_buffers(_f(body, A, B, C, I))
+
+
+def test_golden_ramp_and_broadcast():
+    f = _outer_inner(lambda i, j: S.BufferStore(
+        C, E.BufferLoad(A, (i, j)) + E.BufferLoad(B, (i,)) * fi(2.0), (i, j)))
+    g = _check(f)
+    assert str(g.body) == "\n".join([
+        "for i in range(4):",
+        "    C[T.Ramp(i * 16, 1, 16)] = A[T.Ramp(i * 16, 1, 16)] + "
+        "T.Broadcast(B[i] * T.float32(2.0), 16)"])
+
+
+def test_strided_and_gather_loads_and_casts():
+    f = _outer_inner(lambda i, j: S.BufferStore(
+        C, E.BufferLoad(B, (E.FloorDiv(j, ci(2)),)) + E.Cast("float32", j * 3 + i)
+        + E.BufferLoad(A, (E.FloorMod(j * 5, ci(4)), i)), (i, j)))
+    g = _check(f)
+    text = str(g.body)
+    assert "B[T.Ramp(0, 1, 16) // T.Broadcast(2, 16)]" in text            # gather
+    assert 'T.Cast("float32x16", T.Ramp(i, 3, 16))' in text
+    assert not any(isinstance(lp, S.For) and lp.kind == "vectorized" for lp in _loops(g))
+
+
+def test_select_if_then_else_and_comparisons():
+    def make(i, j):
+        cond = E.LT(j, i * 4)
+        v = E.Select(cond, E.BufferLoad(B, (j,)), fi(0.0))
+        w = E.Call("float32", "if_then_else", (E.LT(i, ci(2)), E.BufferLoad(B, (i,)), v))
+        x = E.Call("float32", "if_then_else", (cond, E.BufferLoad(B, (j,)), fi(1.0)))
+        return S.BufferStore(C, w + x, (i, j))
+    g = _check(_outer_inner(make))
+    calls = []
+    post_order_visit(g.body, lambda n: calls.append(n) if isinstance(n, E.Call) else None)
+    scalar_cond = [c for c in calls if dt.lanes(c.args[0].dtype) == 1]
+    vector_cond = [c for c in calls if dt.lanes(c.args[0].dtype) == 16]
+    assert len(scalar_cond) == 1 and scalar_cond[0].dtype == "float32x16"
+    assert len(vector_cond) == 1 and vector_cond[0].dtype == "float32x16"
+
+
+def test_let_binds_a_vector_var():
+    t = E.Var("t")
+    g = _check(_outer_inner(lambda i, j: S.LetStmt(
+        t, j * 2, S.BufferStore(C, E.Cast("float32", t) + E.BufferLoad(B, (j,)), (i, j)))))
+    text = str(g.body)
+    assert "t: T.int32x16 = T.Ramp(0, 2, 16)" in text
+
+
+def test_nested_serial_loop_is_kept_and_vectorized():
+    k = E.Var("k")
+    g = _check(_outer_inner(lambda i, j: S.For(k, ci(0), ci(3), "serial", S.BufferStore(
+        C, E.BufferLoad(C, (i, j)) + E.BufferLoad(A, (k, j)), (i, j)))))
+    assert str(g.body) == "\n".join([
+        "for i in range(4):",
+        "    for k in range(3):",
+        "        C[T.Ramp(i * 16, 1, 16)] = C[T.Ramp(i * 16, 1, 16)] + A[T.Ramp(k * 16, 1, 16)]"])
+
+
+def test_fallbacks_to_serial():
+    k = E.Var("k")
+    L = S.decl_buffer((16,), "float32", "L")
+    cases = [
+        # reduction over the vector lanes: the store index does not depend on j
+        lambda i, j: S.BufferStore(B, E.BufferLoad(B, (i,)) + E.BufferLoad(A, (i, j)), (i,)),
+        # branch on the lane
+        lambda i, j: S.IfThenElse(E.LT(j, ci(3)), S.BufferStore(C, fi(1.0), (i, j))),
+        # scatter with possible collisions
+        lambda i, j: S.BufferStore(B, fi(1.0), (E.FloorDiv(j, ci(2)),)),
+        # allocation inside
+        lambda i, j: S.Allocate(L, S.BufferStore(L, fi(1.0), (j,))),
+        # inner loop bound depends on the lane
+        lambda i, j: S.For(k, ci(0), j, "serial", S.BufferStore(C, fi(1.0), (i, k))),
+    ]
+    for make in cases:
+        f = _outer_inner(make)
+        g = _check(f)
+        kinds = [lp.kind for lp in _loops(g)]
+        assert kinds.count("serial") >= 2 and "vectorized" not in kinds, str(g.body)
+        assert not any(dt.lanes(n.dtype) > 1 for n in _all_exprs(g)), str(g.body)
+
+
+def _all_exprs(func):
+    out = []
+    post_order_visit(func.body, lambda n: out.append(n) if isinstance(n, E.PrimExpr) else None)
+    return out
+
+
+def test_long_loops_are_split_into_chunks():
+    A2 = S.decl_buffer((256,), "float32", "A2")
+    j = E.Var("j")
+    f = _f(S.For(j, ci(0), ci(192), "vectorized", S.BufferStore(
+        A2, E.Cast("float32", j), (j + 32,))), A2)
+    g = _check(f)
+    assert str(g.body) == "\n".join([
+        "for j_outer in range(3):",
+        '    A2[T.Ramp(j_outer * 64 + 32, 1, 64)] = T.Cast("float32x64", '
+        "T.Ramp(j_outer * 64, 1, 64))"])
+    # 67 is prime: no chunk <= 64 divides it, so the loop stays serial
+    h = _check(_f(S.For(j, ci(0), ci(67), "vectorized", S.BufferStore(
+        A2, fi(1.0), (j,))), A2))
+    assert [lp.kind for lp in _loops(h)] == ["serial"]
+
+
+def test_non_zero_min_and_symbolic_stride():
+    n = E.Var("n")
+    A2 = S.decl_buffer((256,), "float32", "A2")
+    j = E.Var("j")
+    g = vectorize_loops(_f(S.For(j, ci(4), ci(8), "vectorized", S.BufferStore(
+        A2, E.BufferLoad(A2, (j * n,)), (j,))), A2))
+    assert str(g.body) == "A2[T.Ramp(4, 1, 8)] = A2[T.Ramp(n * 4, n, 8)]"
+
+
+def test_nothing_to_do_keeps_identity():
+    f = _outer_inner(lambda i, j: S.BufferStore(C, fi(1.0), (i, j)), kind="serial")
+    assert vectorize_loops(f) is f
