@@ -107,7 +107,8 @@ def cache_read(sch, tensor, scope: str, readers):
     new_stage = type(src_stage)(op, sch)
     new_stage.scope = scope
     sch.stage_map[op] = new_stage
-    _insert_before(sch, new_stage, min(reader_stages, key=sch.stages.index))
+    # right after the source, as Ansor numbers stages (stage ids go into tuning records)
+    sch.stages.insert(sch.stages.index(src_stage) + 1, new_stage)
     tmap = {cur: op.output(0)}
     for st in reader_stages:
         old = st.op

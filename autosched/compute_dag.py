@@ -1,0 +1,192 @@
+"""ComputeDAG: the computation being tuned, its analysis, and step replay.
+
+Invariants: ``ops`` are in the topological order ``te.create_schedule`` uses, so stage i
+of every State is ``ops[i]`` (before dataflow steps insert stages).  Replaying steps on
+a te Schedule is deterministic; results of replays are cached by the step prefix
+(records are hashable tuples) because sketches share prefixes.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from compiler import te
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.tir import expr as E
+from compiler.tir.functor import Visitor
+
+from . import state as S
+from .access import AccessAnalyzer
+from .errors import AutoSchedError
+from .printing import PyNames, clean_name
+from .steps import apply_step, apply_to_schedule
+
+
+def _freeze(x):
+    return tuple(_freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+class ComputeDAG:
+    def __init__(self, tensors):
+        if isinstance(tensors, Tensor):
+            tensors = [tensors]
+        self.tensors = list(tensors)
+        if not self.tensors or not all(isinstance(t, Tensor) for t in self.tensors):
+            raise AutoSchedError(f"ComputeDAG expects a list of tensors, got {tensors!r}")
+        readers = {t.op for op in _all_ops(self.tensors) for t in op.input_tensors}
+        self.outputs = [t.op for t in self.tensors
+                        if isinstance(t.op, ComputeOp) and t.op not in readers]
+        if not self.outputs:
+            raise AutoSchedError("ComputeDAG: no output compute op among the tensors")
+        self.ops = [st.op for st in te.create_schedule(self.outputs).stages]
+        self.access = AccessAnalyzer(self.ops, self.outputs)
+        self.flop_ct = float(sum(_flops(op) for op in self.ops))
+        self._replay_cache: OrderedDict = OrderedDict()
+        self._init_state = None
+
+    # ------------------------------------------------------------------ states
+    def init_state(self) -> S.State:
+        if self._init_state is None:
+            stages = []
+            for op in self.ops:
+                if isinstance(op, PlaceholderOp):
+                    stages.append(S.StageState(op, (), is_placeholder=True))
+                    continue
+                its = [S.Iterator(iv.var.name, iv.dom.extent.value, S.SPATIAL) for iv in op.axis]
+                its += [S.Iterator(iv.var.name, iv.dom.extent.value, S.REDUCTION)
+                        for iv in op.reduce_axis]
+                stages.append(S.StageState(op, tuple(its)))
+            self._init_state = S.State(self, stages)
+        return self._init_state.copy()
+
+    def infer_bound_from_state(self, state):
+        return state
+
+    def replay(self, steps, readonly: bool = False):
+        """A te Schedule with ``steps`` applied.
+
+        With ``readonly`` the schedule may come from a cache keyed by the step records and
+        must not be modified (dataflow steps use this to read back new stages).
+        """
+        key = tuple(_freeze(s.to_record()) for s in steps) if readonly else None
+        if readonly:
+            hit = self._replay_cache.get(key)
+            if hit is not None:
+                self._replay_cache.move_to_end(key)
+                return hit
+        sch = te.create_schedule(self.outputs)
+        for k, st in enumerate(steps):
+            apply_to_schedule(st, sch, steps[:k])
+        if readonly:
+            self._replay_cache[key] = sch
+            if len(self._replay_cache) > 256:
+                self._replay_cache.popitem(last=False)
+        return sch
+
+    def apply_steps_from_state(self, state, layout_rewrite=False):
+        """(te Schedule, tensors) for ``state``: what to lower and build."""
+        return self.replay(state.transform_steps), list(self.tensors)
+
+    def state_from_steps(self, steps) -> S.State:
+        state = self.init_state()
+        for st in steps:
+            apply_step(state, st)
+        return state
+
+    # ------------------------------------------------------------------ printing
+    def print_python_code_from_state(self, state) -> str:
+        """Schedule-API Python code equivalent to ``state``.
+
+        The code runs in ``python_namespace()``: ``s`` is a fresh schedule and every op's
+        tensor is bound to its name (dots become underscores).
+        """
+        names = PyNames(self)
+        lines = [f"# s = te.create_schedule([{', '.join(clean_name(o.name) for o in self.outputs)}]"
+                 ".op ...)"]
+        lines += names.start(self.init_state())
+        cur = self.init_state()
+        for k, step in enumerate(state.transform_steps):
+            after = cur.copy()
+            apply_step(after, step)
+            names.set(cur, after, state.transform_steps[:k])
+            lines += step.print_python(names)
+            cur = after
+        return "\n".join(lines) + "\n"
+
+    def python_namespace(self) -> dict:
+        ns = {"s": te.create_schedule(self.outputs), "te": te}
+        for op in self.ops:
+            ns[clean_name(op.name)] = op.output(0)
+        return ns
+
+    def __str__(self) -> str:
+        lines = []
+        for op in self.ops:
+            if isinstance(op, PlaceholderOp):
+                lines.append(f"{op.name} = PLACEHOLDER {[s.value for s in op.shape]}")
+                continue
+            idx = ", ".join(iv.var.name for iv in op.axis)
+            for k, b in enumerate(op.body):
+                name = op.name if op.num_outputs == 1 else f"{op.name}.v{k}"
+                if isinstance(b, E.Reduce):
+                    src = ", ".join(str(x) for x in b.source)
+                    sym = "+=" if b.combiner.name == "sum" else f"{b.combiner.name}="
+                    lines.append(f"{name}({idx}) {sym} {src}")
+                else:
+                    lines.append(f"{name}({idx}) = {b}")
+        return "\n".join(lines) + "\n"
+
+    def __repr__(self):
+        return f"ComputeDAG({', '.join(op.name for op in self.ops)})"
+
+
+def _all_ops(tensors) -> list:
+    seen, out = set(), []
+
+    def visit(op):
+        if id(op) in seen:
+            return
+        seen.add(id(op))
+        for t in op.input_tensors:
+            visit(t.op)
+        out.append(op)
+
+    for t in tensors:
+        visit(t.op)
+    return out
+
+
+class _FlopCounter(Visitor):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def generic_visit(self, node):
+        if isinstance(node, (E.BinaryOp, E.CmpOp)) or (
+                isinstance(node, E.Call) and node.op not in ("if_then_else", "likely")):
+            self.n += 1
+        super().generic_visit(node)
+
+    def visit_ProducerLoad(self, e):
+        pass
+
+
+def _flops(op) -> int:
+    if not isinstance(op, ComputeOp):
+        return 0
+    size = 1
+    for iv in op.axis:
+        size *= iv.dom.extent.value
+    per = 0
+    for b in op.body[:1]:
+        c = _FlopCounter()
+        if isinstance(b, E.Reduce):
+            c.visit(b.source)
+            c.visit(b.combiner.result)
+            red = 1
+            for iv in b.axis:
+                red *= iv.dom.extent.value
+            per = c.n * red
+        else:
+            c.visit(b)
+            per = c.n
+    return size * per

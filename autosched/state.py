@@ -1,0 +1,148 @@
+"""The search State: a lightweight mirror of a schedule, cheap to copy and compare.
+
+Invariants:
+- ``State.stages[i]`` corresponds to ``schedule.stages[i]`` of the TE schedule obtained by
+  replaying ``transform_steps`` (stage ids are indices, as in Ansor), and
+  ``stage.iters[j]`` to that stage's j-th leaf loop.
+- Iterators and stages are immutable; a step replaces them.  ``copy()`` is shallow, so
+  copying a state costs a few list copies.
+- ``attach_map`` maps an attached stage id to (target stage id, target iter id) and is
+  kept up to date when the target iter is split, fused or reordered and when a
+  dataflow step inserts a stage.
+- ``str(state)`` is the loop-nest printout in TVM's format; it is also the dedup key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# iterator kinds (TVM's IteratorKind)
+SPATIAL, REDUCTION, MIXED, SPECIAL = 0, 1, 2, 3
+# annotations (TVM's IteratorAnnotation numbering; written into records)
+ANN_NONE, ANN_UNROLL, ANN_VECTORIZE, ANN_PARALLEL = 0, 1, 2, 3
+ANN_NAMES = {ANN_NONE: "for", ANN_UNROLL: "unroll", ANN_VECTORIZE: "vectorize",
+             ANN_PARALLEL: "parallel"}
+# compute-at kinds (TVM's ComputeAtKind)
+ROOT, INLINED, ITER = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Iterator:
+    name: str
+    extent: int | None       # None while a sketch's split length is still unknown
+    kind: int = SPATIAL
+    annotation: int = ANN_NONE
+
+    def with_annotation(self, ann: int) -> "Iterator":
+        return replace(self, annotation=ann)
+
+
+@dataclass(frozen=True)
+class StageState:
+    op: object                # the te Operation of this stage (after dataflow rewrites)
+    iters: tuple
+    compute_at: int = ROOT
+    is_placeholder: bool = False
+    auto_unroll_max_step: int = 0
+    storage_offset: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+
+class State:
+    """Stages + attach map + the transform steps that produced them."""
+    __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str")
+
+    def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True):
+        self.dag = dag
+        self.stages = list(stages)
+        self.attach_map = dict(attach_map or {})
+        self.transform_steps = list(steps or [])
+        self.concrete = concrete
+        self._str = None
+
+    def copy(self) -> "State":
+        return State(self.dag, self.stages, self.attach_map, self.transform_steps,
+                     self.concrete)
+
+    def invalidate(self) -> None:
+        self._str = None
+
+    # ------------------------------------------------------------------ helpers
+    def stage_id(self, stage_or_id) -> int:
+        """Accept a stage id, a stage name, a te Tensor or an op."""
+        if isinstance(stage_or_id, int):
+            return stage_or_id
+        name = getattr(stage_or_id, "name", stage_or_id)
+        op = getattr(stage_or_id, "op", None)
+        for i, st in enumerate(self.stages):
+            if st.op is op or st.op.name == name:
+                return i
+        raise KeyError(f"no stage named {name!r} in this state")
+
+    def set_stage(self, sid: int, stage: StageState) -> None:
+        self.stages[sid] = stage
+        self._str = None
+
+    def attached_to(self, sid: int) -> list:
+        """Stage ids attached to some iterator of stage ``sid``."""
+        return [s for s, (t, _) in self.attach_map.items() if t == sid]
+
+    def update_attach_iters(self, sid: int, old_to_new: dict) -> None:
+        """Remap attach points on stage ``sid`` after its iterators changed."""
+        for s, (t, it) in list(self.attach_map.items()):
+            if t == sid and it in old_to_new:
+                self.attach_map[s] = (t, old_to_new[it])
+
+    def shift_stage_ids(self, at: int) -> None:
+        """A stage was inserted at index ``at``: renumber attach entries."""
+        fix = {}
+        for s, (t, it) in self.attach_map.items():
+            fix[s + 1 if s >= at else s] = (t + 1 if t >= at else t, it)
+        self.attach_map = fix
+
+    # ------------------------------------------------------------------ printing
+    def __str__(self) -> str:
+        if self._str is None:
+            self._str = _print_state(self)
+        return self._str
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        return isinstance(other, State) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+def _print_state(state: State) -> str:
+    lines = []
+    ph = [st.name for st in state.stages if st.is_placeholder]
+    if ph:
+        lines.append("Placeholder: " + ", ".join(ph))
+    children: dict = {}
+    for sid, (t, it) in sorted(state.attach_map.items()):
+        children.setdefault((t, it), []).append(sid)
+    for sid, st in enumerate(state.stages):
+        if st.is_placeholder or st.compute_at != ROOT:
+            continue
+        _print_stage(state, sid, 0, children, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _print_stage(state, sid, depth, children, lines) -> None:
+    st = state.stages[sid]
+    indent = depth
+    for k, it in enumerate(st.iters):
+        ext = "?" if it.extent is None else str(it.extent)
+        lines.append("  " * indent + f"{ANN_NAMES.get(it.annotation, 'for')} {it.name} (0,{ext})")
+        indent += 1
+        for c in children.get((sid, k), ()):
+            if state.stages[c].compute_at == ITER:
+                _print_stage(state, c, indent, children, lines)
+    pad = "  " * indent
+    if st.auto_unroll_max_step:
+        lines.append(pad + f"# auto_unroll_max_step={st.auto_unroll_max_step}")
+    lines.append(pad + f"{st.name} = ...")

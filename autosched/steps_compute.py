@@ -1,0 +1,220 @@
+"""Compute-location and dataflow steps: CA, CI, CR, CHR, CHW, RF.
+
+Dataflow steps (CHR, CHW, RF) change the ops and insert a stage, so their effect on the
+State is computed by replaying the steps on a te Schedule (``dag.replay``, cached by
+step prefix) and reading the new stages back.  Stage numbering follows Ansor: a cache-read
+stage is inserted right after its source, a cache-write or rfactor stage right before
+the stage it came from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.errors import CompilerError
+from compiler.tir.expr import IterVar
+
+from . import state as S
+from .errors import InvalidStepError
+from .steps_loop import _iter, _stage, te_leaf
+
+
+def _check_target(state, sid, tid, code):
+    st = _stage(state, sid, code)
+    if not isinstance(tid, int) or not 0 <= tid < len(state.stages) or tid == sid:
+        raise InvalidStepError(f"{code}: bad target stage {tid} for stage {st.name}")
+    tgt = state.stages[tid]
+    if tgt.is_placeholder or tgt.compute_at == S.INLINED:
+        raise InvalidStepError(f"{code}: target stage {tgt.name} is inlined or a placeholder")
+    t = tid
+    while t in state.attach_map:
+        t = state.attach_map[t][0]
+        if t == sid:
+            raise InvalidStepError(f"{code}: attaching {st.name} to {tgt.name} makes a cycle")
+    return st, tgt
+
+
+@dataclass(frozen=True)
+class ComputeAtStep:
+    stage_id: int
+    target_stage_id: int
+    target_iter_id: int
+    CODE = "CA"
+
+    def apply_to_state(self, state):
+        st, tgt = _check_target(state, self.stage_id, self.target_stage_id, self.CODE)
+        _iter(tgt, self.target_iter_id, self.CODE)
+        state.set_stage(self.stage_id, S.replace(st, compute_at=S.ITER))
+        state.attach_map[self.stage_id] = (self.target_stage_id, self.target_iter_id)
+
+    def apply_to_schedule(self, sch):
+        iv = te_leaf(sch, self.target_stage_id, self.target_iter_id, self.CODE)
+        sch.stages[self.stage_id].compute_at(sch.stages[self.target_stage_id], iv)
+
+    def to_record(self):
+        return [self.CODE, self.stage_id, self.target_stage_id, self.target_iter_id]
+
+    def print_python(self, names):
+        return [f"s[{names.tensor(self.stage_id)}].compute_at(s[{names.tensor(self.target_stage_id)}],"
+                f" {names.iter(self.target_stage_id, self.target_iter_id)})"]
+
+
+def is_output(state, sid) -> bool:
+    op = state.stages[sid].op
+    return not any(t.op is op for st in state.stages if not st.is_placeholder
+                   for t in st.op.input_tensors)
+
+
+@dataclass(frozen=True)
+class ComputeInlineStep:
+    stage_id: int
+    CODE = "CI"
+
+    def apply_to_state(self, state):
+        st = _stage(state, self.stage_id, self.CODE)
+        if state.attached_to(self.stage_id):
+            raise InvalidStepError(f"CI: stages are attached to {st.name}; cannot inline it")
+        if st.op.reduce_axis or is_output(state, self.stage_id):
+            raise InvalidStepError(f"CI: {st.name} is a reduction or an output; cannot inline")
+        state.set_stage(self.stage_id, S.replace(st, compute_at=S.INLINED))
+        state.attach_map.pop(self.stage_id, None)
+
+    def apply_to_schedule(self, sch):
+        sch.stages[self.stage_id].compute_inline()
+
+    def to_record(self):
+        return [self.CODE, self.stage_id]
+
+    def print_python(self, names):
+        return [f"s[{names.tensor(self.stage_id)}].compute_inline()"]
+
+
+@dataclass(frozen=True)
+class ComputeRootStep:
+    stage_id: int
+    CODE = "CR"
+
+    def apply_to_state(self, state):
+        st = _stage(state, self.stage_id, self.CODE)
+        state.set_stage(self.stage_id, S.replace(st, compute_at=S.ROOT))
+        state.attach_map.pop(self.stage_id, None)
+
+    def apply_to_schedule(self, sch):
+        sch.stages[self.stage_id].compute_root()
+
+    def to_record(self):
+        return [self.CODE, self.stage_id]
+
+    def print_python(self, names):
+        return [f"s[{names.tensor(self.stage_id)}].compute_root()"]
+
+
+def stage_from_te(te_stage) -> S.StageState:
+    """A fresh StageState for a te stage (used for stages a dataflow step creates)."""
+    iters = []
+    for iv in te_stage.leaf_iter_vars:
+        kind = {IterVar.DataPar: S.SPATIAL, IterVar.CommReduce: S.REDUCTION}.get(
+            iv.iter_type, S.MIXED)
+        iters.append(S.Iterator(iv.var.name, iv.dom.extent.value, kind))
+    return S.StageState(te_stage.op, tuple(iters))
+
+
+def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
+    """Refresh ``state`` after dataflow ``step`` inserted a stage at ``insert_at``."""
+    try:
+        sch = state.dag.replay(state.transform_steps + [step], readonly=True)
+    except CompilerError as err:
+        raise InvalidStepError(f"{step.CODE}: {err}") from None
+    old = state.stages
+    new = []
+    for i, te_st in enumerate(sch.stages):
+        if i in touched:
+            new.append(stage_from_te(te_st))
+        else:
+            prev = old[i if i < insert_at else i - 1]
+            new.append(S.replace(prev, op=te_st.op))
+    state.shift_stage_ids(insert_at)
+    state.stages = new
+    state.invalidate()
+
+
+@dataclass(frozen=True)
+class CacheReadStep:
+    stage_id: int
+    scope_name: str
+    reader_stage_ids: tuple
+    CODE = "CHR"
+
+    def apply_to_state(self, state):
+        st = state.stages[self.stage_id] if 0 <= self.stage_id < len(state.stages) else None
+        if st is None:
+            raise InvalidStepError(f"CHR: stage id {self.stage_id} out of range")
+        apply_dataflow(state, self, self.stage_id + 1, {self.stage_id + 1})
+        return self.stage_id + 1
+
+    def apply_to_schedule(self, sch):
+        src = sch.stages[self.stage_id].op.output(0)
+        readers = [sch.stages[r].op for r in self.reader_stage_ids]
+        sch.cache_read(src, self.scope_name, readers)
+
+    def to_record(self):
+        return [self.CODE, self.stage_id, self.scope_name, list(self.reader_stage_ids)]
+
+    def print_python(self, names):
+        readers = ", ".join(names.tensor(r) for r in self.reader_stage_ids)
+        new = names.new_tensor(self.stage_id + 1)
+        return [f"{new} = s.cache_read({names.tensor(self.stage_id)}, \"{self.scope_name}\", "
+                f"[{readers}])"] + names.axes_lines(self.stage_id + 1)
+
+
+@dataclass(frozen=True)
+class CacheWriteStep:
+    stage_id: int
+    scope_name: str
+    CODE = "CHW"
+
+    def apply_to_state(self, state):
+        st = _stage(state, self.stage_id, self.CODE)
+        if st.op.num_outputs != 1:
+            raise InvalidStepError(f"CHW: multi-output stage {st.name} is not supported")
+        apply_dataflow(state, self, self.stage_id, {self.stage_id, self.stage_id + 1})
+        return self.stage_id
+
+    def apply_to_schedule(self, sch):
+        sch.cache_write(sch.stages[self.stage_id].op.output(0), self.scope_name)
+
+    def to_record(self):
+        return [self.CODE, self.stage_id, self.scope_name]
+
+    def print_python(self, names):
+        new = names.new_tensor(self.stage_id)
+        return ([f"{new} = s.cache_write({names.tensor(self.stage_id)}, \"{self.scope_name}\")"]
+                + names.axes_lines(self.stage_id) + names.axes_lines(self.stage_id + 1))
+
+
+@dataclass(frozen=True)
+class RfactorStep:
+    stage_id: int
+    iter_id: int
+    factor_iter_id: int
+    CODE = "RF"
+
+    def apply_to_state(self, state):
+        st = _stage(state, self.stage_id, self.CODE)
+        it = _iter(st, self.iter_id, self.CODE)
+        if it.kind != S.REDUCTION:
+            raise InvalidStepError(f"RF: {st.name}.{it.name} is not a reduction iterator")
+        apply_dataflow(state, self, self.stage_id, {self.stage_id, self.stage_id + 1})
+        return self.stage_id
+
+    def apply_to_schedule(self, sch):
+        iv = te_leaf(sch, self.stage_id, self.iter_id, self.CODE)
+        sch.rfactor(sch.stages[self.stage_id].op.output(0), iv, self.factor_iter_id)
+
+    def to_record(self):
+        return [self.CODE, self.stage_id, self.iter_id, self.factor_iter_id]
+
+    def print_python(self, names):
+        new = names.new_tensor(self.stage_id)
+        return ([f"{new} = s.rfactor({names.tensor(self.stage_id)}, "
+                 f"{names.iter(self.stage_id, self.iter_id)}, {self.factor_iter_id})"]
+                + names.axes_lines(self.stage_id) + names.axes_lines(self.stage_id + 1))

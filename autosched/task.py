@@ -1,0 +1,55 @@
+"""SearchTask and HardwareParams: what to tune, for which machine.
+
+A task is identified by its workload key and target string; both go into every record.
+``HardwareParams`` defaults to the host (cores from the target, AVX2/AVX-512 vector
+width from the CPU features) and is stored in records as TVM's 8-number list.
+"""
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+
+from compiler.runtime.target import Target, parse_target
+
+from .compute_dag import ComputeDAG
+from .errors import WorkloadError
+from .workload import make_workload_key, workload_key_to_tensors
+
+
+@dataclass(frozen=True)
+class HardwareParams:
+    num_cores: int
+    vector_unit_bytes: int
+    cache_line_bytes: int = 64
+    max_shared_memory_per_block: int = 0
+    max_local_memory_per_block: int = 0
+    max_threads_per_block: int = 0
+    max_vthread_extent: int = 0
+    warp_size: int = 0
+
+    @staticmethod
+    def for_target(target: Target) -> "HardwareParams":
+        return HardwareParams(target.num_cores, target.vector_bits // 8)
+
+    def to_list(self) -> list:
+        return list(astuple(self))
+
+
+class SearchTask:
+    """``SearchTask(func=..., args=..., target=...)`` or ``SearchTask(workload_key=...)``."""
+
+    def __init__(self, func=None, args=(), compute_dag=None, workload_key=None,
+                 target="llvm", hardware_params=None, desc=""):
+        if workload_key is None:
+            if func is None:
+                raise WorkloadError("SearchTask needs func=... (with args) or workload_key=...")
+            workload_key = make_workload_key(func, args)
+        self.workload_key = workload_key
+        if compute_dag is None:
+            compute_dag = ComputeDAG(workload_key_to_tensors(workload_key))
+        self.compute_dag = compute_dag
+        self.target = parse_target(target)
+        self.hardware_params = hardware_params or HardwareParams.for_target(self.target)
+        self.desc = desc
+
+    def __repr__(self):
+        return f"SearchTask({self.workload_key}, target={self.target})"

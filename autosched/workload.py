@@ -1,0 +1,84 @@
+"""Workload registry: named functions returning the tensors of a computation.
+
+A workload key is ``json.dumps([func_name, *args])`` (as TVM's auto-scheduler), so a key
+alone recreates the computation in any process that imported the registering module.
+Arguments must be JSON values (ints, floats, strings, lists); tuples become lists.
+"""
+from __future__ import annotations
+
+import json
+
+from compiler.te.tensor import Tensor
+
+from .errors import WorkloadError
+
+WORKLOAD_FUNCS: dict = {}
+
+
+def register_workload(func_or_name=None, f=None, override: bool = False):
+    """Register a workload function; usable as ``@register_workload`` or with a name."""
+    if callable(func_or_name):
+        return register_workload(func_or_name.__name__, func_or_name, override)
+    name = func_or_name
+
+    def register(fn):
+        key = name or fn.__name__
+        if key in WORKLOAD_FUNCS and WORKLOAD_FUNCS[key] is not fn and not override:
+            raise WorkloadError(f"workload {key!r} is already registered "
+                                "(pass override=True to replace it)")
+        WORKLOAD_FUNCS[key] = fn
+        return fn
+
+    return register(f) if f is not None else register
+
+
+def _jsonable(args) -> list:
+    out = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            out.append(_jsonable(a))
+        elif isinstance(a, bool) or a is None or isinstance(a, (int, float, str)):
+            out.append(a)
+        elif hasattr(a, "__index__"):
+            out.append(int(a))
+        else:
+            raise WorkloadError(f"workload argument {a!r} (type {type(a).__name__}) is not a "
+                                "JSON value; use ints, floats, strings or lists")
+    return out
+
+
+def make_workload_key(func, args) -> str:
+    name = func if isinstance(func, str) else func.__name__
+    if name not in WORKLOAD_FUNCS:
+        raise WorkloadError(f"workload function {name!r} is not registered; decorate it with "
+                            "@autosched.register_workload")
+    return json.dumps([name, *_jsonable(args)])
+
+
+def decode_workload_key(key: str) -> tuple:
+    try:
+        obj = json.loads(key)
+    except (TypeError, ValueError):
+        raise WorkloadError(f"workload key {key!r} is not valid JSON; expected "
+                            "'[\"func_name\", arg, ...]'") from None
+    if not isinstance(obj, list) or not obj or not isinstance(obj[0], str):
+        raise WorkloadError(f"workload key {key!r} must be a JSON list starting with the "
+                            "function name")
+    return obj[0], obj[1:]
+
+
+def workload_key_to_tensors(key: str) -> list:
+    """Call the registered function of ``key`` and return its tensors."""
+    name, args = decode_workload_key(key)
+    fn = WORKLOAD_FUNCS.get(name)
+    if fn is None:
+        known = ", ".join(sorted(WORKLOAD_FUNCS)) or "none"
+        raise WorkloadError(f"unknown workload {name!r} in key {key}; registered workloads: "
+                            f"{known}")
+    tensors = fn(*args)
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+        raise WorkloadError(f"workload {name!r} must return a list of tensors, got {tensors!r}")
+    return tensors
