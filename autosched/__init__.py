@@ -1,0 +1,33 @@
+"""Ansor-style auto-scheduler: sketches, evolutionary search, measurement, records.
+
+Names follow TVM's ``tvm.auto_scheduler``.
+"""
+from records import load_records, save_records
+from records import load_best_record as _load_best_record
+
+from .builder import LocalBuilder
+from .compute_dag import ComputeDAG
+from .cost_model import RandomModel
+from .errors import AutoSchedError, InvalidStepError, WorkloadError
+from .measure import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
+                      ProgramMeasurer, RecordToFile)
+from .runner import LocalRunner
+from .search_policy import SearchParams, SketchPolicy
+from .state import State
+from .task import HardwareParams, SearchTask
+from .tuning import TuneStats, TuningOptions
+from .workload import make_workload_key, register_workload, workload_key_to_tensors
+
+
+def load_best_record(log_file: str, workload_key: str, target=None):
+    """(MeasureInput-like record input, result) of the best record, as TVM returns."""
+    rec = _load_best_record(log_file, workload_key, None if target is None else str(target))
+    return (None, None) if rec is None else (rec.input, rec.result)
+
+
+__all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
+           "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
+           "SketchPolicy", "SearchParams", "RandomModel", "LocalBuilder", "LocalRunner",
+           "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
+           "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
+           "AutoSchedError", "InvalidStepError", "WorkloadError"]

@@ -8,14 +8,14 @@ the stage it came from.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.errors import CompilerError
 from compiler.tir.expr import IterVar
 
 from . import state as S
 from .errors import InvalidStepError
-from .steps_loop import _iter, _stage, te_leaf
+from .steps_loop import SplitStep, _iter, _stage, te_leaf
 
 
 def _check_target(state, sid, tid, code):
@@ -118,10 +118,19 @@ def stage_from_te(te_stage) -> S.StageState:
     return S.StageState(te_stage.op, tuple(iters))
 
 
+def _placeholder_lengths(step):
+    """Sketches have unknown split lengths; replay them with 1 to read back the new ops
+    (only the structure matters until the lengths are sampled and the state replayed)."""
+    if isinstance(step, SplitStep) and any(x is None for x in step.lengths):
+        return replace(step, lengths=tuple(x or 1 for x in step.lengths))
+    return step
+
+
 def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
     """Refresh ``state`` after dataflow ``step`` inserted a stage at ``insert_at``."""
+    steps = [_placeholder_lengths(s) for s in state.transform_steps + [step]]
     try:
-        sch = state.dag.replay(state.transform_steps + [step], readonly=True)
+        sch = state.dag.replay(steps, readonly=True)
     except CompilerError as err:
         raise InvalidStepError(f"{step.CODE}: {err}") from None
     old = state.stages

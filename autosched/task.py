@@ -53,3 +53,19 @@ class SearchTask:
 
     def __repr__(self):
         return f"SearchTask({self.workload_key}, target={self.target})"
+
+    # -------------------------------------------------------------- tuning API (TVM's)
+    def tune(self, tuning_options, search_policy=None):
+        """Run the search; returns the TuneStats of the run."""
+        return _tuning.tune(self, tuning_options, search_policy)
+
+    def apply_best(self, log_file: str):
+        """(schedule, tensors) of the best record for this task in ``log_file``."""
+        return _tuning.apply_best(self, log_file)
+
+    def print_best(self, log_file: str, print_mode: str = "schedule") -> str:
+        """The best schedule in ``log_file`` as schedule-API Python code."""
+        return _tuning.print_best(self, log_file)
+
+
+from . import tuning as _tuning  # noqa: E402  (tuning builds on tasks' policies)

@@ -23,6 +23,9 @@ class Tensor:
     def __setattr__(self, k, v):
         raise AttributeError(f"Tensor is immutable (tried to set {k})")
 
+    def __reduce__(self):
+        return (Tensor, (self.op, self.value_index))
+
     def __eq__(self, other):
         return isinstance(other, Tensor) and self.op is other.op and \
             self.value_index == other.value_index

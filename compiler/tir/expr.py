@@ -358,6 +358,9 @@ class IterVar(Node):
     def __setattr__(self, k, v):
         raise AttributeError(f"IterVar is immutable (tried to set {k})")
 
+    def __reduce__(self):  # immutable: rebuild through __init__ when unpickled
+        return (IterVar, (self.dom, self.var, self.iter_type, self.thread_tag))
+
     @property
     def name(self) -> str:
         return self.var.name

@@ -1,0 +1,222 @@
+"""Sketch generation rules for CPUs (Ansor's derivation rules).
+
+Sketches are built by visiting stages from the last to the first; at each stage every
+applicable rule turns a (state, stage_id) into new (state, next_stage_id) pairs.  A
+sketch has the loop structure fixed but split lengths unknown (None); the init rules
+fill them.  Rules: skip, always-inline, add-rfactor, add-cache-write, multi-level tiling
+"SSRSRS" with and without fusing the elementwise consumer.
+"""
+from __future__ import annotations
+
+from . import state as S
+from . import steps as ST
+from .steps import apply_step
+
+# condition kinds, as in Ansor
+PASS, APPLY, APPLY_AND_SKIP_REST = 0, 1, 2
+
+CPU_STRUCTURE = "SSRSRS"
+FUSION_LEVELS = (1, 2)
+
+
+def consumers(state, sid) -> list:
+    op = state.stages[sid].op
+    out = []
+    for cid, st in enumerate(state.stages):
+        if st.is_placeholder:
+            continue
+        if any(t.op is op for t in st.op.input_tensors):
+            out.append(cid)
+    return out
+
+
+def _inlined_consumers_resolved(state, sid) -> list:
+    """Consumers of ``sid``, looking through inlined stages."""
+    out, todo, seen = [], [sid], set()
+    while todo:
+        s = todo.pop()
+        for c in consumers(state, s):
+            if c in seen:
+                continue
+            seen.add(c)
+            if state.stages[c].compute_at == S.INLINED:
+                todo.append(c)
+            else:
+                out.append(c)
+    return out
+
+
+def is_output(state, sid) -> bool:
+    return not consumers(state, sid)
+
+
+def elementwise_consumer(state, sid):
+    """The single consumer of ``sid`` that simply reads it elementwise, or None."""
+    cons = _inlined_consumers_resolved(state, sid)
+    if len(cons) != 1:
+        return None
+    c = cons[0]
+    cst, pst = state.stages[c], state.stages[sid]
+    if cst.op.reduce_axis or len(cst.op.axis) != len(pst.op.axis):
+        return None
+    if any(a.dom.extent.value != b.dom.extent.value for a, b in zip(cst.op.axis, pst.op.axis)):
+        return None
+    if cst.compute_at != S.ROOT or any(it.kind != S.SPATIAL for it in cst.iters):
+        return None
+    reads = state.dag.access.info(cst.op).reads.get(pst.op.output(0))
+    axes = tuple(iv.var for iv in cst.op.axis)
+    if reads is not None and any(len(idx) != len(axes) or any(a is not b for a, b in
+                                                              zip(idx, axes)) for idx in reads):
+        return None
+    if len(cst.iters) != len(cst.op.axis):
+        return None   # already transformed
+    return c
+
+
+def needs_mlt(state, sid) -> bool:
+    st = state.stages[sid]
+    return not st.is_placeholder and state.dag.access.needs_multi_level_tiling(st.op)
+
+
+def multi_level_tiling(state, sid, structure=CPU_STRUCTURE):
+    """Split every iterator per ``structure`` and reorder; returns spatial split step ids."""
+    st = state.stages[sid]
+    n_s, n_r = structure.count("S"), structure.count("R")
+    levels = {"S": [[] for _ in range(n_s)], "R": [[] for _ in range(n_r)]}
+    spatial_steps = []
+    iid = 0
+    for it in list(st.iters):
+        kind = "S" if it.kind == S.SPATIAL else "R"
+        n = n_s if kind == "S" else n_r
+        if kind == "S":
+            spatial_steps.append(len(state.transform_steps))
+        if n > 1:
+            apply_step(state, ST.SplitStep(sid, iid, it.extent, (None,) * (n - 1), True))
+        for k in range(n):
+            levels[kind][k].append(iid + k)
+        iid += n
+    order, cnt = [], {"S": 0, "R": 0}
+    for ch in structure:
+        order += levels[ch][cnt[ch]]
+        cnt[ch] += 1
+    apply_step(state, ST.ReorderStep(sid, tuple(order)))
+    return spatial_steps
+
+
+def follow_tiling(state, cid, split_steps, level) -> int:
+    """Tile consumer ``cid`` like its producer up to ``level``; returns the attach iter id."""
+    n_sp = len(split_steps)
+    groups = [[] for _ in range(level + 1)]
+    iid = 0
+    for k in range(n_sp):
+        apply_step(state, ST.FollowSplitStep(cid, iid, split_steps[k], level))
+        for g in range(level + 1):
+            groups[g].append(iid + g)
+        iid += level + 1
+    order = [i for g in groups for i in g]
+    apply_step(state, ST.ReorderStep(cid, tuple(order)))
+    return level * n_sp - 1
+
+
+# ---------------------------------------------------------------------- rules
+def rule_always_inline(state, sid):
+    st = state.stages[sid]
+    if st.is_placeholder or st.compute_at == S.INLINED or is_output(state, sid):
+        return PASS, []
+    if not state.dag.access.is_strictly_inlineable(st.op):
+        return PASS, []
+    s = state.copy()
+    apply_step(s, ST.ComputeInlineStep(sid))
+    return APPLY_AND_SKIP_REST, [(s, sid - 1)]
+
+
+def rule_add_rfactor(state, sid, num_cores: int):
+    """Factor a reduction when the data-parallel part alone cannot feed the cores."""
+    st = state.stages[sid]
+    if st.is_placeholder or st.compute_at == S.INLINED:
+        return PASS, []
+    red = [k for k, it in enumerate(st.iters) if it.kind == S.REDUCTION]
+    if not red or len(st.iters) != len(st.op.axis) + len(st.op.reduce_axis):
+        return PASS, []
+    sp = rd = 1
+    for it in st.iters:
+        if it.kind == S.SPATIAL:
+            sp *= it.extent
+        else:
+            rd *= it.extent
+    if needs_mlt(state, sid):
+        if sp > rd or sp > num_cores * 16:
+            return PASS, []
+    elif rd <= num_cores or sp >= num_cores * 16:
+        return PASS, []
+    out = []
+    for factor_level in (0, 1):
+        s = state.copy()
+        it_id = red[0]
+        if len(red) > 1:
+            it_id = apply_step(s, ST.FuseStep(sid, tuple(red)))
+        apply_step(s, ST.SplitStep(sid, it_id, s.stages[sid].iters[it_id].extent, (None,), True))
+        apply_step(s, ST.RfactorStep(sid, it_id + factor_level, 0))
+        out.append((s, sid - 1))
+    return APPLY, out
+
+
+def rule_add_cache_write(state, sid):
+    if not needs_mlt(state, sid) or elementwise_consumer(state, sid) is not None:
+        return PASS, []
+    if state.stages[sid].op.num_outputs != 1:
+        return PASS, []
+    s = state.copy()
+    apply_step(s, ST.CacheWriteStep(sid, "local"))
+    return APPLY, [(s, sid)]   # the cache stage now sits at sid; tile it next
+
+
+def rule_mlt_with_fusion(state, sid):
+    if not needs_mlt(state, sid):
+        return PASS, []
+    cid = elementwise_consumer(state, sid)
+    if cid is None:
+        return PASS, []
+    out = []
+    for level in FUSION_LEVELS:
+        s = state.copy()
+        steps = multi_level_tiling(s, sid)
+        at = follow_tiling(s, cid, steps, level)
+        apply_step(s, ST.ComputeAtStep(sid, cid, at))
+        out.append((s, sid - 1))
+    return APPLY_AND_SKIP_REST, out
+
+
+def rule_mlt(state, sid):
+    if not needs_mlt(state, sid):
+        return PASS, []
+    s = state.copy()
+    multi_level_tiling(s, sid)
+    return APPLY_AND_SKIP_REST, [(s, sid - 1)]
+
+
+def generate_sketches(init_state, num_cores: int) -> list:
+    """All sketches of ``init_state`` (deduplicated by their printed loop nest)."""
+    work = [(init_state, len(init_state.stages) - 1)]
+    done, seen = [], set()
+    while work:
+        state, sid = work.pop()
+        if sid < 0:
+            key = str(state) + repr([s.to_record() for s in state.transform_steps])
+            if key not in seen:
+                seen.add(key)
+                done.append(state)
+            continue
+        results = []
+        for rule in (rule_always_inline, lambda s, i: rule_add_rfactor(s, i, num_cores),
+                     rule_add_cache_write, rule_mlt_with_fusion, rule_mlt):
+            kind, new = rule(state, sid)
+            if kind == PASS:
+                continue
+            results += new
+            if kind == APPLY_AND_SKIP_REST:
+                break
+        else:
+            results.append((state, sid - 1))   # skip rule
+        work.extend(reversed(results))
+    return done

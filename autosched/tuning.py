@@ -1,0 +1,152 @@
+"""Tuning loop: TuningOptions, tune(task), resume from a log, apply/print the best.
+
+Resume: records already in a ``RecordToFile`` log for the same workload and target are
+preloaded into the policy (never measured again, and the model learns from them); the
+``num_measure_trials`` budget counts new measurements on top.  Progress callbacks get
+(trials done, budget, best cost) after every round.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+from records import load_best_record, load_records
+
+from . import serialize
+from .builder import LocalBuilder
+from .errors import AutoSchedError, InvalidStepError
+from .measure import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile
+from .runner import LocalRunner
+from .search_policy import SketchPolicy
+
+
+@dataclass
+class TuningOptions:
+    num_measure_trials: int = 0
+    early_stopping: int | None = None
+    num_measures_per_round: int = 32
+    verbose: int = 1
+    builder: object = "local"
+    runner: object = "local"
+    measure_callbacks: list = field(default_factory=list)
+    progress_callback: object = None
+
+    def make_builder(self):
+        return LocalBuilder() if self.builder == "local" else self.builder
+
+    def make_runner(self):
+        return LocalRunner() if self.runner == "local" else self.runner
+
+
+@dataclass
+class TuneStats:
+    """What a tuning run did: trials, best cost and where the wall time went."""
+    trials: int = 0
+    preloaded: int = 0
+    errors: int = 0
+    best_cost: float = math.inf
+    wall_seconds: float = 0.0
+    build_seconds: float = 0.0
+    run_seconds: float = 0.0
+    search_seconds: float = 0.0
+
+    @property
+    def overhead_share(self) -> float:
+        busy = self.build_seconds + self.run_seconds
+        return max(0.0, self.wall_seconds - busy) / self.wall_seconds if self.wall_seconds else 0.0
+
+
+def matching_records(log: str, task) -> list:
+    """Records of ``log`` for the task's workload key and target (missing log: none)."""
+    if not log or not os.path.exists(log):
+        return []
+    target = str(task.target)
+    return [r for r in load_records(log)
+            if r.input.workload_key == task.workload_key and r.input.target == target]
+
+
+def preload(policy, log: str) -> int:
+    """Feed an existing log to the policy; returns how many records were loaded."""
+    inputs, results = [], []
+    for rec in matching_records(log, policy.task):
+        try:
+            state = serialize.state_from_record(policy.task, rec)
+        except InvalidStepError:
+            continue
+        r = rec.result
+        inputs.append(MeasureInput(policy.task, state))
+        results.append(MeasureResult(list(r.costs), r.error_no, "", r.all_cost, r.timestamp))
+    if inputs:
+        policy.record_measured(inputs, results)
+    return len(inputs)
+
+
+def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
+    policy = search_policy or SketchPolicy(task, verbose=options.verbose)
+    stats = TuneStats()
+    for cb in options.measure_callbacks:
+        if isinstance(cb, RecordToFile):
+            stats.preloaded += preload(policy, cb.filename)
+    if policy.measured:
+        stats.best_cost = min(c for c, _ in policy.measured)
+    measurer = ProgramMeasurer(options.make_builder(), options.make_runner(),
+                               options.measure_callbacks, verbose=options.verbose)
+    start = time.perf_counter()
+    best_at = 0
+    try:
+        while stats.trials < options.num_measure_trials:
+            n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
+            inputs, results = policy.continue_search_one_round(n, measurer)
+            if not inputs:
+                break   # the search space is exhausted
+            for res in results:
+                stats.trials += 1
+                if res.error_no == 0 and res.costs:
+                    cost = sum(res.costs) / len(res.costs)
+                    if cost < stats.best_cost:
+                        stats.best_cost, best_at = cost, stats.trials
+                else:
+                    stats.errors += 1
+            _account(stats, measurer, policy, start)
+            if options.progress_callback:
+                options.progress_callback(stats)
+            if options.early_stopping and stats.trials - best_at >= options.early_stopping:
+                break
+    finally:
+        _account(stats, measurer, policy, start)
+        _close(measurer)
+    return stats
+
+
+def _account(stats, measurer, policy, start) -> None:
+    stats.wall_seconds = time.perf_counter() - start
+    stats.build_seconds = measurer.total_build_seconds
+    stats.run_seconds = measurer.total_run_seconds
+    stats.search_seconds = policy.search_seconds
+
+
+def _close(measurer) -> None:
+    for part in (measurer.builder, measurer.runner):
+        close = getattr(part, "close", None)
+        if close is not None:
+            close()
+
+
+def best_state(task, log: str):
+    rec = load_best_record(log, task.workload_key, str(task.target))
+    if rec is None:
+        raise AutoSchedError(f"no valid record for workload {task.workload_key} on target "
+                             f"{task.target} in {log}")
+    return serialize.state_from_record(task, rec), rec
+
+
+def apply_best(task, log: str):
+    state, _ = best_state(task, log)
+    return task.compute_dag.apply_steps_from_state(state)
+
+
+def print_best(task, log: str) -> str:
+    state, _ = best_state(task, log)
+    return task.compute_dag.print_python_code_from_state(state)
