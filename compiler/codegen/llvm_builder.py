@@ -1,0 +1,256 @@
+"""Text builders for one LLVM module and for the functions inside it.
+
+Role: ``ModuleContext`` collects everything global (declarations, extra function
+definitions such as outlined parallel workers and math kernels, loop metadata, the
+target's function attributes); ``FunctionBuilder`` accumulates the instructions of one
+function as lines of text.  The expression/statement emitters are mixins on top of
+``FunctionBuilder`` (see llvm_function.py).
+
+Invariants:
+- every global symbol is declared or defined exactly once: declarations and foreign
+  definitions (mathlib text) are deduplicated by symbol name, because LLVM rejects a
+  second ``declare`` of the same function;
+- local value names are ``%<hint><n>`` with a per-function counter, never bare numbers
+  (numbered values would have to be dense and in order);
+- ``block`` is always the label of the block instructions are currently appended to,
+  so phi nodes can name their real predecessors after nested control flow;
+- allocas go to the entry block (``allocas``) so they are allocated once per call and
+  can be promoted by mem2reg / SROA;
+- pure instructions are deduplicated by text only within the current block (a value
+  defined in the block dominates the rest of it); loads, calls, phis never are;
+- a function outlined from another (parallel body) sees the parent's bindings through
+  ``lookup``, which records each one it uses as a new parameter (``captured``).
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import CodegenError
+from .llvm_types import local_hint
+
+try:  # written concurrently by another module owner; only needed for exp/log/... calls
+    from . import mathlib as _mathlib
+except ImportError:  # pragma: no cover - depends on the work tree state
+    _mathlib = None
+
+# Our attribute groups use high numbers so they never clash with groups in foreign
+# IR text (mathlib) that starts numbering at #0.
+ATTR_FUNC = "#900"
+ATTR_ENTRY = "#901"
+
+# Instructions that read memory, have side effects or must stay where they are.
+_IMPURE = ("load", "call", "phi", "alloca", "store")
+
+_SYM_CALL = re.compile(r'@("[^"]+"|[A-Za-z0-9_.$]+)\s*\(')
+_SYM_DEF = re.compile(r'^\s*@("[^"]+"|[A-Za-z0-9_.$]+)\s*=')
+
+
+class ModuleContext:
+    """Global state of one generated module."""
+
+    def __init__(self, target):
+        self.target = target
+        self.decls: dict = {}       # symbol -> declare line
+        self.defs: dict = {}        # symbol -> full definition text (workers, math)
+        self.globals: dict = {}     # key -> global line (constants, attributes of mathlib)
+        self.metadata: list = []
+        self.dtypes: dict = {}      # binary node -> dtype (see ExprMixin.dtype_of)
+        self._md = 1000             # metadata ids; high to stay clear of foreign text
+        self._names: dict = {}
+
+    # ---------------------------------------------------------------- symbols
+    def declare(self, sym: str, line: str) -> str:
+        if sym in self.defs:
+            raise CodegenError(f"codegen: function {sym} is defined in this module but the "
+                               f"generated code also needs the external function {sym}; "
+                               "rename the function")
+        self.decls.setdefault(sym, line)
+        return sym
+
+    def intrinsic(self, name: str, ret: str, args: tuple) -> str:
+        """Declare ``@name`` returning ``ret`` with argument types ``args``."""
+        sym = "@" + name
+        if sym not in self.decls:
+            self.decls[sym] = f"declare {ret} {sym}({', '.join(args)})"
+        return sym
+
+    def define(self, sym: str, text: str) -> None:
+        if sym in self.defs or sym in self.decls:
+            raise CodegenError(f"codegen: function {sym} defined twice (or also needed as "
+                               "an external function); function names in one module must "
+                               "be unique")
+        self.defs[sym] = text
+
+    def counter(self, key: str) -> int:
+        """0, 1, 2, ... on successive calls with the same ``key``."""
+        n = self._names.get(("#", key), 0)
+        self._names[("#", key)] = n + 1
+        return n
+
+    def unique_name(self, base: str) -> str:
+        """``base`` or ``base.<n>``: names of generated functions never collide."""
+        n = self._names.get(base, 0)
+        self._names[base] = n + 1
+        return base if n == 0 else f"{base}.{n}"
+
+    # ---------------------------------------------------------------- math kernels
+    def math_function(self, name: str, dtype: str) -> str:
+        """Symbol of mathlib's ``name`` for ``dtype``; merges its IR text once."""
+        if _mathlib is None:
+            raise CodegenError(f"codegen: intrinsic {name!r} on {dtype} needs "
+                               "compiler.codegen.mathlib, which is not available")
+        key = ("math", name, dtype)
+        sym = self.globals.get(key)
+        if sym is None:
+            sym, text = _mathlib.math_function(name, dtype)
+            # the "needed" variant also carries the libm declarations the kernel calls
+            needed = getattr(_mathlib, "math_functions_needed_ir", None)
+            if needed is not None:
+                text = needed([(name, dtype)])
+            if not sym.startswith("@"):
+                sym = "@" + sym
+            self._merge_foreign(text)
+            self.globals[key] = sym
+        return sym
+
+    def _merge_foreign(self, text: str) -> None:
+        """Add foreign IR text entity by entity, dropping what is already present."""
+        cur = None
+        for line in text.splitlines():
+            if cur is not None:
+                cur.append(line)
+                if line.startswith("}"):
+                    self._add_def("\n".join(cur))
+                    cur = None
+                continue
+            s = line.strip()
+            if not s or s.startswith(";"):
+                continue
+            if s.startswith("define"):
+                if s.endswith("}"):
+                    self._add_def(line)
+                else:
+                    cur = [line]
+            elif s.startswith("declare"):
+                m = _SYM_CALL.search(s)
+                if m:
+                    self.declare("@" + m.group(1), s)
+            else:
+                m = _SYM_DEF.match(s)
+                self.globals.setdefault(("g", m.group(1) if m else s), s)
+        if cur is not None:
+            raise CodegenError("codegen: unterminated function definition in mathlib text")
+
+    def _add_def(self, text: str) -> None:
+        m = _SYM_CALL.search(text.split("\n", 1)[0])
+        if m is None:
+            raise CodegenError(f"codegen: cannot find the symbol of {text[:60]!r}")
+        sym = "@" + m.group(1)
+        if sym not in self.defs:
+            self.decls.pop(sym, None)
+            self.defs[sym] = text
+
+    # ---------------------------------------------------------------- metadata
+    def loop_md(self, unroll_full: bool) -> str:
+        """Suffix for a loop's back edge (``, !llvm.loop !N``) or ''."""
+        if not unroll_full:
+            return ""
+        a, b = self._md, self._md + 1
+        self._md += 2
+        self.metadata.append(f"!{a} = distinct !{{!{a}, !{b}}}")
+        self.metadata.append(f'!{b} = !{{!"llvm.loop.unroll.full"}}')
+        return f", !llvm.loop !{a}"
+
+    def foreign_globals(self) -> list:
+        return [v for k, v in self.globals.items() if k[0] == "g"]
+
+
+class FunctionBuilder:
+    """Instruction text of one function; ``vars`` maps TIR Vars to operands."""
+
+    def __init__(self, mod: ModuleContext, name: str, in_parallel: bool = False,
+                 root: str | None = None):
+        self.mod = mod
+        self.name = name
+        self.root = root or name     # the PrimFunc name, for naming outlined functions
+        self.lines: list = []
+        self.allocas: list = []
+        self.vars: dict = {}
+        self.block = "%entry"
+        self.in_parallel = in_parallel
+        self._n = 0
+        self._cse: dict = {}         # instruction text -> value, for the current block
+        # Outlined functions capture what they use from the enclosing scope lazily:
+        # ``outer`` is the parent's (paused, so unchanging) vars; ``captured`` maps each
+        # variable taken from it to [parameter name, is a buffer data pointer].
+        self.outer = None
+        self.captured: dict = {}
+        self.load_mask = None        # <N x i1> operand while emitting a masked branch
+
+    def lookup(self, var, is_data: bool = False):
+        """Operand bound to ``var`` here, capturing it from ``outer`` if needed; or None."""
+        v = self.vars.get(var)
+        if v is not None and not is_data:
+            return v
+        cap = self.captured.get(var)
+        if cap is not None:
+            cap[1] = cap[1] or is_data
+            return v if v is not None else cap[0]
+        if v is not None:
+            return v
+        if self.outer is not None and var in self.outer:
+            name = f"%{local_hint(var.name)}.f{len(self.captured)}"
+            self.captured[var] = [name, is_data]
+            return name
+        return None
+
+    def tmp(self, hint: str = "t") -> str:
+        self._n += 1
+        return f"%{hint}{self._n}"
+
+    def op(self, text: str, hint: str = "t") -> str:
+        """Append ``%x = text`` and return ``%x``.
+
+        Pure instructions are value-numbered by their text within the current block:
+        unrolled kernels repeat the same index arithmetic many times, and emitting it
+        once keeps the IR (and LLVM's parse/optimize time) smaller.
+        """
+        pure = not text.startswith(_IMPURE)
+        if pure:
+            prev = self._cse.get(text)
+            if prev is not None:
+                return prev
+        self._n += 1
+        name = f"%{hint}{self._n}"
+        self.lines.append(f"  {name} = {text}")
+        if pure:
+            self._cse[text] = name
+        return name
+
+    def emit(self, text: str) -> None:
+        self.lines.append("  " + text)
+
+    def new_label(self, hint: str) -> str:
+        self._n += 1
+        return f"%{hint}{self._n}"
+
+    def start_block(self, label: str) -> None:
+        self.lines.append(f"{label[1:]}:")
+        self.block = label
+        self._cse = {}
+
+    def br(self, label: str, suffix: str = "") -> None:
+        self.lines.append(f"  br label {label}{suffix}")
+
+    def cbr(self, cond: str, then: str, other: str, suffix: str = "") -> None:
+        self.lines.append(f"  br i1 {cond}, label {then}, label {other}{suffix}")
+
+    def entry_alloca(self, ty: str, align: int, hint: str) -> str:
+        self._n += 1
+        name = f"%{local_hint(hint)}.a{self._n}"
+        self.allocas.append(f"  {name} = alloca {ty}, align {align}")
+        return name
+
+    def body_text(self) -> str:
+        """Entry block (allocas first) followed by the emitted instructions."""
+        return "entry:\n" + "\n".join(self.allocas + self.lines) + "\n  ret void\n}"
