@@ -1,0 +1,148 @@
+"""The ``tune`` console script.
+
+    tune [WORKLOAD] [--args 512 512 512] --trials N --log FILE [--target T] [--seed S]
+
+WORKLOAD is a built-in name (see ``tune --list``) or ``module:function`` of a user
+function returning tensors (it is registered as a workload).  Without a workload it tunes
+a small built-in matmul.  A progress line shows trials, best latency/GFLOPS and ETA.
+Ctrl-C stops cleanly: every finished measurement is already in the log, and the command
+to resume is printed.  The summary compares the best schedule with the default schedule
+(and numpy for matmul/dense) and prints it as Python.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+import sys
+import time
+
+from . import catalog
+from .builder import LocalBuilder
+from .errors import AutoSchedError
+from .measure import RecordToFile
+from .runner import LocalRunner
+from .search_policy import SketchPolicy
+from .task import SearchTask
+from .tuning import TuningOptions
+from .workload import register_workload
+
+DEFAULT_WORKLOAD = "matmul"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="tune", description=__doc__.split("\n\n")[0])
+    p.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD,
+                   help="built-in workload name or module:function (default: matmul)")
+    p.add_argument("--args", nargs="*", default=None, help="workload arguments (ints)")
+    p.add_argument("--trials", type=int, default=64, help="measurement budget (new trials)")
+    p.add_argument("--log", default=None, help="JSON-lines log (default: <workload>.json)")
+    p.add_argument("--target", default="llvm")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--per-round", type=int, default=16, help="measurements per round")
+    p.add_argument("--early-stopping", type=int, default=None)
+    p.add_argument("--runner-number", type=int, default=3)
+    p.add_argument("--runner-repeat", type=int, default=1)
+    p.add_argument("--min-repeat-ms", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=10.0, help="run timeout per candidate (s)")
+    p.add_argument("--list", action="store_true", help="list built-in workloads and exit")
+    p.add_argument("--quiet", action="store_true")
+    return p.parse_args(argv)
+
+
+def _parse_arg(text: str):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def resolve_workload(name: str, args):
+    """(function name, args) for a built-in or a ``module:function`` workload."""
+    if ":" in name:
+        mod, _, fn = name.partition(":")
+        try:
+            func = getattr(importlib.import_module(mod), fn)
+        except (ImportError, AttributeError) as err:
+            raise AutoSchedError(f"cannot load workload {name!r}: {err}") from None
+        register_workload(fn, func, override=True)
+        if args is None:
+            raise AutoSchedError(f"workload {name} needs --args")
+        return fn, [_parse_arg(a) for a in args]
+    entry = catalog.BUILTIN.get(name)
+    if entry is None:
+        raise AutoSchedError(f"unknown workload {name!r}; built-in workloads: "
+                             f"{', '.join(sorted(catalog.BUILTIN))} (or use module:function)")
+    return name, [_parse_arg(a) for a in args] if args is not None else list(entry.default_args)
+
+
+class Progress:
+    """One status line, rewritten in place."""
+
+    def __init__(self, task, budget: int, quiet: bool):
+        self.task, self.budget, self.quiet = task, budget, quiet
+        self.start = time.perf_counter()
+
+    def __call__(self, stats) -> None:
+        if self.quiet:
+            return
+        el = time.perf_counter() - self.start
+        done = stats.trials
+        eta = el / done * (self.budget - done) if done else 0.0
+        best = "-" if stats.best_cost == float("inf") else (
+            f"{stats.best_cost * 1e3:.4f} ms, "
+            f"{self.task.compute_dag.flop_ct / stats.best_cost / 1e9:.1f} GFLOPS")
+        bar = "#" * int(20 * done / max(1, self.budget))
+        sys.stderr.write(f"\r[{bar:<20}] {done}/{self.budget} trials | best {best} | "
+                         f"errors {stats.errors} | ETA {eta:5.0f} s ")
+        sys.stderr.flush()
+
+
+def resume_command(ns, log: str) -> str:
+    parts = ["tune", ns.workload]
+    if ns.args:
+        parts += ["--args", *ns.args]
+    parts += ["--trials", str(ns.trials), "--log", log, "--target", ns.target,
+              "--seed", str(ns.seed)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def main(argv=None) -> int:
+    ns = parse_args(sys.argv[1:] if argv is None else argv)
+    if ns.list:
+        for name in sorted(catalog.BUILTIN):
+            e = catalog.BUILTIN[name]
+            print(f"{name:18s} args={list(e.default_args)}  {e.doc}")
+        return 0
+    try:
+        fname, args = resolve_workload(ns.workload, ns.args)
+        task = SearchTask(func=fname, args=args, target=ns.target)
+    except (AutoSchedError, ValueError, TypeError) as err:
+        print(f"tune: error: {err}", file=sys.stderr)
+        return 2
+    log = ns.log or f"{fname}.json"
+    if not ns.quiet:
+        print(f"Tuning {task.workload_key} on {task.target}: {ns.trials} trials, log {log}")
+    opts = TuningOptions(
+        num_measure_trials=ns.trials, early_stopping=ns.early_stopping,
+        num_measures_per_round=ns.per_round, verbose=0,
+        builder=LocalBuilder(), measure_callbacks=[RecordToFile(log)],
+        runner=LocalRunner(timeout=ns.timeout, number=ns.runner_number,
+                           repeat=ns.runner_repeat, min_repeat_ms=ns.min_repeat_ms),
+        progress_callback=Progress(task, ns.trials, ns.quiet))
+    try:
+        stats = task.tune(opts, SketchPolicy(task, seed=ns.seed, verbose=0))
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        print(f"Interrupted. Every finished measurement is in {log}.\nResume with:\n  "
+              f"{resume_command(ns, log)}", file=sys.stderr)
+        return 130
+    if not ns.quiet:
+        sys.stderr.write("\n")
+    return catalog.print_summary(task, fname, args, log, stats, ns)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Measurement data, callbacks and the ProgramMeasurer (TVM's ``auto_scheduler.measure``).
+
+Role: the vocabulary shared by the search and the measurement machinery.
+``MeasureInput(task, state)`` is what to measure; ``BuildResult`` is what a builder made
+of it (object code or an error); ``MeasureResult`` is what a runner timed.
+``ProgramMeasurer`` drives a builder and a runner over batches of inputs, keeps the best
+cost/state per workload and calls the measure callbacks (``RecordToFile`` appends every
+measurement to a log).  ``LocalBuilder`` lives in ``autosched.builder`` and
+``LocalRunner`` in ``autosched.runner``; both import this module, never the reverse.
+
+Invariants:
+- costs are seconds; a failed measurement has ``error_no != 0`` and costs
+  ``[FAILURE_COST]`` (1e10, TVM's MAX_FLOAT), so sorting by mean cost ranks it last;
+- error codes are ``MeasureErrorNo`` (= ``records.ErrorNo``, TVM's values 0..8);
+- results come back in the order of the inputs, one per input, whatever failed;
+- ``RecordToFile`` writes one whole, flushed line per measurement (``records.RecordWriter``)
+  as soon as its batch is measured, so Ctrl-C never loses a finished batch or tears a line;
+- ``serialize.encode_record`` is looked up at call time (tests may replace it).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+from records import FAILURE_COST, ErrorNo, RecordWriter
+
+from . import serialize
+
+# TVM's MeasureErrorNo: NO_ERROR 0, INSTANTIATION_ERROR 1, COMPILE_HOST 2, COMPILE_DEVICE 3,
+# RUNTIME_DEVICE 4, WRONG_ANSWER 5, BUILD_TIMEOUT 6, RUN_TIMEOUT 7, UNKNOWN_ERROR 8.
+MeasureErrorNo = ErrorNo
+MAX_ERROR_MSG_CHARS = 4000
+
+
+def _error_no(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not 0 <= value < len(MeasureErrorNo):
+        raise ValueError(f"{what}: error_no {value!r} is not a MeasureErrorNo code "
+                         f"(an int in 0..{len(MeasureErrorNo) - 1})")
+    return int(value)
+
+
+def _seconds(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what}: {value!r} is not a finite number of seconds >= 0")
+    return float(value)
+
+
+def clip_message(msg: str) -> str:
+    """An error message short enough to keep in memory for thousands of candidates."""
+    msg = str(msg)
+    if len(msg) <= MAX_ERROR_MSG_CHARS:
+        return msg
+    half = MAX_ERROR_MSG_CHARS // 2
+    return f"{msg[:half]}\n... [{len(msg) - 2 * half} characters cut] ...\n{msg[-half:]}"
+
+
+@dataclass(frozen=True, eq=False)
+class MeasureInput:
+    """A candidate to measure: the SearchTask and a State of its ComputeDAG."""
+    task: object
+    state: object
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A builder's output: object code and its FuncMeta tuple, or an error.
+
+    ``time_cost`` is the seconds spent building (the timeout for a build timeout).
+    """
+    obj: "bytes | None"
+    metas: "tuple | None"
+    error_no: int
+    error_msg: str
+    time_cost: float
+
+    def __post_init__(self):
+        _error_no(self.error_no, "BuildResult")
+        _seconds(self.time_cost, "BuildResult time_cost")
+        if self.error_no == MeasureErrorNo.NO_ERROR and (
+                not isinstance(self.obj, bytes) or not self.metas):
+            raise ValueError("BuildResult without error needs object bytes and metas, got "
+                             f"obj={type(self.obj).__name__}, metas={self.metas!r}")
+        object.__setattr__(self, "error_no", int(self.error_no))
+        object.__setattr__(self, "error_msg", clip_message(self.error_msg))
+
+    @classmethod
+    def failed(cls, error_no: int, error_msg: str, time_cost: float = 0.0) -> "BuildResult":
+        return cls(None, None, error_no, error_msg, time_cost)
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """A runner's output: per-repeat costs in seconds, error code and message, the
+    wall-clock seconds the whole measurement took (build + run) and a Unix timestamp."""
+    costs: list
+    error_no: int
+    error_msg: str
+    all_cost: float
+    timestamp: float
+
+    def __post_init__(self):
+        err = _error_no(self.error_no, "MeasureResult")
+        costs = [_seconds(c, "MeasureResult cost") for c in self.costs]
+        if err != MeasureErrorNo.NO_ERROR:
+            costs = [FAILURE_COST]
+        elif not costs:
+            raise ValueError("MeasureResult without error needs at least one cost")
+        object.__setattr__(self, "costs", costs)
+        object.__setattr__(self, "error_no", err)
+        object.__setattr__(self, "error_msg", clip_message(self.error_msg))
+        object.__setattr__(self, "all_cost", _seconds(self.all_cost, "MeasureResult all_cost"))
+        object.__setattr__(self, "timestamp", _seconds(self.timestamp, "MeasureResult timestamp"))
+
+    @classmethod
+    def failed(cls, error_no: int, error_msg: str, all_cost: float = 0.0,
+               timestamp: "float | None" = None) -> "MeasureResult":
+        return cls([FAILURE_COST], error_no, error_msg, all_cost,
+                   time.time() if timestamp is None else timestamp)
+
+    @property
+    def is_valid(self) -> bool:
+        return self.error_no == MeasureErrorNo.NO_ERROR
+
+    @property
+    def mean_cost(self) -> float:
+        """Mean cost in seconds; FAILURE_COST for a failed measurement."""
+        return sum(self.costs) / len(self.costs) if self.is_valid else FAILURE_COST
+
+
+class ProgramBuilder:
+    """Base class of builders: ``build(inputs, verbose) -> [BuildResult]``."""
+    n_parallel = 1
+
+    def build(self, inputs, verbose: int = 0) -> list:
+        raise NotImplementedError(f"{type(self).__name__} must implement build()")
+
+
+class ProgramRunner:
+    """Base class of runners: ``run(inputs, build_results, verbose) -> [MeasureResult]``.
+
+    ``start()`` is a hint that ``run`` will be called soon (e.g. spawn workers now)."""
+
+    def start(self) -> None:
+        return None
+
+    def run(self, inputs, build_results, verbose: int = 0) -> list:
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+
+
+class MeasureCallback:
+    """Called by ProgramMeasurer after each measured batch."""
+
+    def callback(self, policy, inputs, results) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement callback()")
+
+
+class RecordToFile(MeasureCallback):
+    """Append every measurement of a batch to the log ``filename`` (one line each)."""
+
+    def __init__(self, filename):
+        if not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(f"RecordToFile: filename {filename!r} must be a str or a path")
+        self.filename = os.fspath(filename)
+
+    def __repr__(self) -> str:
+        return f"RecordToFile({self.filename!r})"
+
+    def callback(self, policy, inputs, results) -> None:
+        if len(inputs) != len(results):
+            raise ValueError(f"RecordToFile: {len(inputs)} inputs but {len(results)} results")
+        # Encode the whole batch first: an encoding error then writes nothing half-way.
+        lines = [serialize.encode_record(inp, res) for inp, res in zip(inputs, results)]
+        with RecordWriter(self.filename) as writer:
+            writer.write_many(lines)
+
+
+def _check_batch_size(batch_size, builder) -> int:
+    if batch_size is None:
+        return max(1, int(getattr(builder, "n_parallel", 1))) * 2
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"ProgramMeasurer: batch_size {batch_size!r} must be an int >= 1")
+    return batch_size
+
+
+class ProgramMeasurer:
+    """Build and run candidates in batches; track the best per workload; call callbacks.
+
+    Statistics: ``ct`` measured candidates, ``error_ct`` failed ones, ``best_cost`` /
+    ``best_state`` / ``best_ct`` per workload key.  Overhead accounting: seconds spent in
+    the builder, the runner and the callbacks during the last ``measure`` call
+    (``last_build_seconds``, ``last_run_seconds``, ``last_callback_seconds``) and in total
+    (``total_build_seconds``, ...).  ``batch_size`` (default 2 x builder.n_parallel, as
+    TVM) bounds how many candidates are built before they are run and logged.
+    """
+
+    def __init__(self, builder, runner, callbacks=None, verbose: int = 1,
+                 batch_size: "int | None" = None):
+        if not hasattr(builder, "build") or not hasattr(runner, "run"):
+            raise TypeError(f"ProgramMeasurer: builder {builder!r} needs build() and runner "
+                            f"{runner!r} needs run()")
+        callbacks = list(callbacks or ())
+        for cb in callbacks:
+            if not isinstance(cb, MeasureCallback) and not callable(cb):
+                raise TypeError(f"ProgramMeasurer: callback {cb!r} is neither a "
+                                "MeasureCallback nor callable(policy, inputs, results)")
+        self.builder = builder
+        self.runner = runner
+        self.callbacks = callbacks
+        self.verbose = int(verbose)
+        self.batch_size = _check_batch_size(batch_size, builder)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the statistics and the best candidates."""
+        self.ct = 0
+        self.error_ct = 0
+        self.best_cost: dict = {}
+        self.best_state: dict = {}
+        self.best_ct: dict = {}
+        self.last_build_seconds = self.last_run_seconds = self.last_callback_seconds = 0.0
+        self.total_build_seconds = self.total_run_seconds = 0.0
+        self.total_callback_seconds = 0.0
+
+    def measure(self, task, policy, inputs) -> list:
+        """Measure ``inputs`` (MeasureInputs of ``task``); results in the same order."""
+        inputs = list(inputs)
+        for inp in inputs:
+            if not isinstance(inp, MeasureInput):
+                raise TypeError(f"ProgramMeasurer.measure: expected MeasureInput items, got "
+                                f"{type(inp).__name__}")
+        self.last_build_seconds = self.last_run_seconds = self.last_callback_seconds = 0.0
+        start = time.perf_counter()
+        if isinstance(self.runner, ProgramRunner):
+            self.runner.start()           # e.g. spawn the run worker while building
+        results = []
+        for lo in range(0, len(inputs), self.batch_size):
+            results.extend(self._measure_batch(policy, inputs[lo:lo + self.batch_size]))
+        if self.verbose >= 1 and inputs:
+            self._print_summary(task, len(inputs), time.perf_counter() - start)
+        return results
+
+    def _measure_batch(self, policy, batch) -> list:
+        t0 = time.perf_counter()
+        build_results = self.builder.build(batch, self.verbose)
+        t1 = time.perf_counter()
+        results = self.runner.run(batch, build_results, self.verbose)
+        t2 = time.perf_counter()
+        if len(build_results) != len(batch) or len(results) != len(batch):
+            raise RuntimeError(f"measurement returned {len(build_results)} build results and "
+                               f"{len(results)} results for {len(batch)} inputs")
+        for inp, res in zip(batch, results):
+            self._account(inp, res)
+        for cb in self.callbacks:
+            if isinstance(cb, MeasureCallback):
+                cb.callback(policy, batch, results)
+            else:
+                cb(policy, batch, results)
+        t3 = time.perf_counter()
+        self.last_build_seconds += t1 - t0
+        self.last_run_seconds += t2 - t1
+        self.last_callback_seconds += t3 - t2
+        self.total_build_seconds += t1 - t0
+        self.total_run_seconds += t2 - t1
+        self.total_callback_seconds += t3 - t2
+        return results
+
+    def _account(self, inp: MeasureInput, res: MeasureResult) -> None:
+        self.ct += 1
+        key = inp.task.workload_key
+        if not res.is_valid:
+            self.error_ct += 1
+            if self.verbose >= 2:
+                print(f"No: {self.ct}\tError: {MeasureErrorNo(res.error_no).name}\t"
+                      f"{res.error_msg.splitlines()[0] if res.error_msg else ''}", flush=True)
+            return
+        cost = res.mean_cost
+        if cost < self.best_cost.get(key, math.inf):
+            self.best_cost[key] = cost
+            self.best_state[key] = inp.state
+            self.best_ct[key] = self.ct
+        if self.verbose >= 2:
+            flop = _flop_ct(inp.task)
+            print(f"No: {self.ct}\tGFLOPS: {flop / cost / 1e9:.2f} / "
+                  f"{flop / self.best_cost[key] / 1e9:.2f}\tcost: {cost * 1e3:.4f} ms",
+                  flush=True)
+
+    def _print_summary(self, task, count: int, seconds: float) -> None:
+        key = task.workload_key
+        best = self.best_cost.get(key)
+        best_txt = "none valid yet" if best is None else (
+            f"{best * 1e3:.4f} ms ({_flop_ct(task) / best / 1e9:.2f} GFLOPS)")
+        print(f"Measured {count} candidates in {seconds:.2f} s (build "
+              f"{self.last_build_seconds:.2f} s, run {self.last_run_seconds:.2f} s); "
+              f"total {self.ct}, errors {self.error_ct}; best {best_txt}", flush=True)
+
+
+def _flop_ct(task) -> float:
+    return float(task.compute_dag.flop_ct)

@@ -1,0 +1,292 @@
+"""LocalRunner: time built candidates in one isolated, persistent worker process.
+
+Role: for each successful BuildResult, the worker loads the object (``load_module``),
+prepares deterministic random inputs and zeroed outputs, and runs
+``Module.time_evaluator``; the parent turns the outcome into a ``MeasureResult``.
+Optionally (``check_correctness``) each candidate's outputs are compared with those of
+the task's reference kernel (by default the un-transformed ``init_state`` schedule).
+
+Invariants:
+- ONE worker, candidates one at a time: kernels are multi-threaded and must not compete
+  with each other (or with the builders, which are idle while the runner runs);
+- the worker is spawned (never forked): see ``autosched.builder``;
+- a kernel that kills the worker (segfault) is RUNTIME_DEVICE (4); one that outlives
+  ``timeout`` (+ ``cooldown_interval``) is RUN_TIMEOUT (7); in both cases the worker is
+  killed if needed and restarted, and the next candidate runs in the fresh worker;
+- Python exceptions while running are RUNTIME_DEVICE (4), failures to load the object
+  COMPILE_DEVICE (3, as TVM), mismatching outputs WRONG_ANSWER (5); build failures pass
+  through with their own code and message; failed results cost ``[FAILURE_COST]``;
+- inputs depend only on (seed, parameter index, shape, dtype): every candidate and the
+  reference see the same numbers; ``all_cost`` = build time + run wall time.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+import compiler
+from compiler.runtime import empty_aligned, load_module
+
+from .builder import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
+from .errors import AutoSchedError
+from .measure import BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
+
+_ARRAY_ALIGN = 64
+_REFERENCE_CACHE_SIZE = 4
+# Worker-side caches: the last argument set, and reference outputs by task key.
+_ARGS = {"key": None, "arrays": None}
+_REFERENCES: "collections.OrderedDict" = collections.OrderedDict()
+
+
+class WrongAnswerError(AutoSchedError):
+    """A candidate's outputs differ from the reference kernel's."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What the worker needs to time one candidate (sent with every job)."""
+    number: int = 3
+    repeat: int = 1
+    min_repeat_ms: float = 0.0
+    cooldown_interval: float = 0.0
+    enable_cpu_cache_flush: bool = False
+    seed: int = 0
+    rtol: float = 1e-3
+    atol: float = 1e-5
+
+    def __post_init__(self):
+        for name in ("number", "repeat"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"LocalRunner {name}={value!r}: expected an int >= 1")
+        for name in ("min_repeat_ms", "cooldown_interval", "rtol", "atol"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"LocalRunner {name}={value!r}: expected a finite number "
+                                 ">= 0")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"LocalRunner seed={self.seed!r}: expected an int >= 0")
+
+
+def _random_array(shape, dtype: np.dtype, rng: np.random.Generator, out: np.ndarray) -> None:
+    if dtype == np.bool_:
+        out[...] = rng.random(shape) < 0.5
+    elif np.issubdtype(dtype, np.floating):
+        out[...] = rng.random(shape, dtype=np.float32 if dtype.itemsize <= 4 else np.float64)
+    elif np.issubdtype(dtype, np.integer):
+        out[...] = rng.integers(0, 8, size=shape)
+    else:
+        raise TypeError(f"no random input generator for dtype {dtype}")
+
+
+def _arguments(meta, seed: int) -> list:
+    """Arrays for ``meta``'s params: cached random inputs, freshly zeroed outputs."""
+    key = (seed, tuple((p.shape, p.dtype, p.written) for p in meta.params))
+    if _ARGS["key"] != key:
+        arrays = []
+        for index, p in enumerate(meta.params):
+            arr = empty_aligned(p.shape, p.np_dtype, _ARRAY_ALIGN)
+            if not p.written:
+                _random_array(p.shape, p.np_dtype, np.random.default_rng([seed, index]), arr)
+            arrays.append(arr)
+        _ARGS["key"], _ARGS["arrays"] = key, arrays
+    for p, arr in zip(meta.params, _ARGS["arrays"]):
+        if p.written:
+            arr.fill(0)
+    return _ARGS["arrays"]
+
+
+def _reference_job(ref_key: str, obj: bytes, metas, seed: int) -> None:
+    """In the worker: run the reference kernel once and keep its outputs under ref_key."""
+    mod = load_module(obj, metas)
+    func = mod.get_function(mod.entry_name)
+    arrays = _arguments(func.meta, seed)
+    func(*arrays)
+    _REFERENCES[ref_key] = [a.copy() if p.written else None
+                            for p, a in zip(func.meta.params, arrays)]
+    while len(_REFERENCES) > _REFERENCE_CACHE_SIZE:
+        _REFERENCES.popitem(last=False)
+
+
+def _check_outputs(meta, arrays, reference, config: RunConfig) -> None:
+    if reference is None:
+        raise WrongAnswerError("the reference outputs are not loaded in the run worker")
+    if len(reference) != len(arrays):
+        raise WrongAnswerError(f"the candidate has {len(arrays)} params, the reference "
+                               f"{len(reference)}")
+    for p, out, ref in zip(meta.params, arrays, reference):
+        if ref is None:
+            continue
+        if out.shape != ref.shape or not np.allclose(out, ref, rtol=config.rtol,
+                                                     atol=config.atol, equal_nan=True):
+            diff = np.abs(out.astype(np.float64) - ref.astype(np.float64)) \
+                if out.shape == ref.shape else None
+            where = "" if diff is None else (
+                f": max abs difference {np.nanmax(diff):.3g} at index "
+                f"{np.unravel_index(np.nanargmax(diff), diff.shape)}")
+            _ARGS["key"] = None       # a wild store may have hit the cached inputs
+            raise WrongAnswerError(f"output {p.name!r} differs from the reference (rtol "
+                                   f"{config.rtol}, atol {config.atol}){where}")
+
+
+def _run_job(obj: bytes, metas, config: RunConfig, ref_key):
+    """In the worker: ``(costs, error_no, error_msg)`` for one built candidate."""
+    if config.cooldown_interval > 0:
+        time.sleep(config.cooldown_interval)
+    try:
+        mod = load_module(obj, metas)
+    except Exception as e:
+        return [], int(MeasureErrorNo.COMPILE_DEVICE), f"loading the object failed: " \
+            f"{type(e).__name__}: {e}"
+    try:
+        func = mod.get_function(mod.entry_name)
+        arrays = _arguments(func.meta, config.seed)
+        timer = mod.time_evaluator(number=config.number, repeat=config.repeat,
+                                   min_repeat_ms=config.min_repeat_ms,
+                                   enable_cpu_cache_flush=config.enable_cpu_cache_flush)
+        prof = timer(*arrays)
+        if ref_key is not None:
+            _check_outputs(func.meta, arrays, _REFERENCES.get(ref_key), config)
+    except WrongAnswerError as e:
+        return [], int(MeasureErrorNo.WRONG_ANSWER), str(e)
+    except Exception as e:
+        return [], int(MeasureErrorNo.RUNTIME_DEVICE), \
+            f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+    return [float(c) for c in prof.results], int(MeasureErrorNo.NO_ERROR), ""
+
+
+def default_reference_func(task):
+    """``(obj, metas)`` of the task's un-transformed schedule (``compute_dag.init_state``,
+    a method or an attribute)."""
+    dag = task.compute_dag
+    init = dag.init_state
+    sch, args = dag.apply_steps_from_state(init() if callable(init) else init)
+    func = compiler.lower(sch, args, name="reference")
+    obj, metas, _ir = compiler.build_object(func, task.target)
+    return obj, metas
+
+
+class LocalRunner(ProgramRunner):
+    """Time candidates in one spawned worker process (see the module doc).
+
+    ``number``/``repeat``/``min_repeat_ms``/``enable_cpu_cache_flush`` go to
+    ``time_evaluator``; ``cooldown_interval`` seconds are slept before each candidate;
+    ``timeout`` bounds one candidate (load + warm-up + timing).  With
+    ``check_correctness``, ``reference_func(task) -> (obj, metas)`` (module-level or not:
+    it runs in this process) builds each task's reference once; its outputs are compared
+    with ``rtol``/``atol``.  ``last_seconds``/``total_seconds`` time the ``run`` calls.
+    """
+
+    def __init__(self, timeout: float = 10, number: int = 3, repeat: int = 1,
+                 min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
+                 enable_cpu_cache_flush: bool = False, check_correctness: bool = False,
+                 reference_func=None, rtol: float = 1e-3, atol: float = 1e-5, seed: int = 0,
+                 reference_timeout: float = 120.0, max_runs_per_worker: int = 1000,
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT):
+        self.timeout = check_seconds(timeout, "LocalRunner timeout")
+        self.reference_timeout = check_seconds(reference_timeout, "LocalRunner reference_timeout")
+        self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
+                                bool(enable_cpu_cache_flush), seed, rtol, atol)
+        self.check_correctness = bool(check_correctness)
+        self.reference_func = default_reference_func if reference_func is None \
+            else reference_func
+        if not callable(self.reference_func):
+            raise TypeError(f"LocalRunner reference_func {reference_func!r} is not callable")
+        self.pool = WorkerPool(1, "autosched-runner", max_runs_per_worker, startup_timeout)
+        self._ref_objs: dict = {}        # ref key -> (obj, metas) or None when unusable
+        self._ref_loaded: set = set()    # ref keys whose outputs the current worker holds
+        self._ref_starts = 0             # pool.starts when _ref_loaded was valid
+        self.last_seconds = self.total_seconds = 0.0
+
+    def start(self) -> None:
+        """Start the worker now (non-blocking), e.g. while the builders compile."""
+        self.pool.start()
+
+    def run(self, inputs, build_results, verbose: int = 0) -> list:
+        """One MeasureResult per (input, build result), in order."""
+        t0 = time.perf_counter()
+        inputs, build_results = list(inputs), list(build_results)
+        if len(inputs) != len(build_results):
+            raise ValueError(f"LocalRunner.run: {len(inputs)} inputs but "
+                             f"{len(build_results)} build results")
+        results = []
+        for inp, br in zip(inputs, build_results):
+            if not isinstance(br, BuildResult):
+                raise TypeError(f"LocalRunner.run: expected BuildResult items, got "
+                                f"{type(br).__name__}")
+            results.append(self._run_one(inp, br))
+            if verbose >= 1:
+                print("*" if results[-1].is_valid else "E", end="", flush=True)
+        if verbose >= 1 and results:
+            print(flush=True)
+        self.last_seconds = time.perf_counter() - t0
+        self.total_seconds += self.last_seconds
+        return results
+
+    def _run_one(self, inp, br: BuildResult) -> MeasureResult:
+        if br.error_no != MeasureErrorNo.NO_ERROR:
+            return MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
+        ref_key = self._reference(inp.task) if self.check_correctness else None
+        job = (br.obj, br.metas, self.config, ref_key)
+        timeout = self.timeout + self.config.cooldown_interval
+        outcome = self.pool.map(_run_job, [job], timeout)[0]
+        all_cost = br.time_cost + outcome.seconds
+        if outcome.status == "ok":
+            costs, error_no, error_msg = outcome.value
+            if error_no != MeasureErrorNo.NO_ERROR:
+                return MeasureResult.failed(error_no, error_msg, all_cost)
+            return MeasureResult(costs, error_no, "", all_cost, time.time())
+        if outcome.status == "timeout":
+            return MeasureResult.failed(MeasureErrorNo.RUN_TIMEOUT, "run did not finish "
+                                        f"within the timeout of {timeout} s (the kernel may "
+                                        "hang); the run worker was restarted", all_cost)
+        if outcome.status == "died":
+            return MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, f"run {outcome.value} "
+                                        "while running this candidate (the kernel crashed); "
+                                        "the run worker was restarted", all_cost)
+        return MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, str(outcome.value),
+                                    all_cost)
+
+    def _reference(self, task):
+        """The key under which the worker holds ``task``'s reference outputs, or None."""
+        key = f"{task.workload_key}|{task.target}"
+        if self.pool.starts != self._ref_starts:
+            self._ref_loaded.clear()
+        if key in self._ref_loaded:
+            return key
+        if key not in self._ref_objs:
+            try:
+                self._ref_objs[key] = self.reference_func(task)
+            except Exception as e:
+                self._ref_objs[key] = None
+                warnings.warn(f"check_correctness: building the reference for {key} failed "
+                              f"({type(e).__name__}: {e}); its outputs are not checked")
+        if self._ref_objs[key] is None:
+            return None
+        obj, metas = self._ref_objs[key]
+        outcome = self.pool.map(_reference_job, [(key, obj, metas, self.config.seed)],
+                                self.reference_timeout)[0]
+        if outcome.status != "ok":
+            self._ref_objs[key] = None
+            warnings.warn(f"check_correctness: the reference kernel of {key} failed "
+                          f"({outcome.status}: {outcome.value}); its outputs are not checked")
+            return None
+        self._ref_loaded.add(key)
+        self._ref_starts = self.pool.starts
+        return key
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> "LocalRunner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,316 @@
+"""Measurement: LocalBuilder, LocalRunner, ProgramMeasurer, RecordToFile.
+
+Uses a fake task whose ``apply_steps_from_state`` returns a real TE schedule of a small
+matmul (so builds and runs are real), and planted build functions that produce crashing,
+hanging, aborting, slow or wrong kernels.  Workers are shared per module (spawn start-up
+costs ~0.5 s per process); the planted timeouts keep the file well under a minute.
+"""
+import json
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import autosched.measure as measure_mod
+import compiler
+from autosched.builder import LocalBuilder, WorkerPool, default_build_func
+from autosched.measure import (BuildResult, MeasureErrorNo, MeasureInput, MeasureResult,
+                               ProgramMeasurer, RecordToFile)
+from autosched.runner import LocalRunner, _arguments
+from compiler import te
+from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
+from records import (FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record,
+                     load_records)
+
+N = 32
+BUILD_TIMEOUT = 4.0
+RUN_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class FakeState:
+    tile: int = 1
+    parallel: bool = False
+    invalid: bool = False
+    plant: str = ""            # "", "crash", "hang", "sleep", "abort", "wrong", "raise"
+
+
+class FakeDAG:
+    """The two ComputeDAG members the measurement code uses, on a real matmul."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.flop_ct = 2.0 * n ** 3
+        self.init_state = FakeState()
+
+    def apply_steps_from_state(self, state, transpose_b: bool = False):
+        n = self.n
+        A = te.placeholder((n, n), name="A")
+        B = te.placeholder((n, n), name="B")
+        k = te.reduce_axis((0, n), name="k")
+        if transpose_b:
+            C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+        else:
+            C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        s = te.create_schedule(C.op)
+        if state.invalid:
+            s[C].split(C.op.axis[0], factor=0)        # raises ScheduleError
+        if state.tile > 1:
+            xo, _xi = s[C].split(C.op.axis[0], factor=state.tile)
+            if state.parallel:
+                s[C].parallel(xo)
+        return s, [A, B, C]
+
+
+class FakeTask:
+    def __init__(self, n: int = N):
+        self.workload_key = json.dumps(["fake_matmul", n])
+        self.target = parse_target("llvm")
+        self.hardware_params = (2, 64, 64, 0, 0, 0, 0, 0)
+        self.compute_dag = FakeDAG(n)
+
+
+def _hand_kernel(name: str, body: str):
+    ir = f"define void @{name}(ptr %A, ptr %B, ptr %C) {{\n{body}\n}}\n"
+    shape = (N, N)
+    metas = [(name, [("A", shape, "float32", False), ("B", shape, "float32", False),
+                     ("C", shape, "float32", True)])]
+    return compile_ir(ir, "llvm", cache=None), metas
+
+
+CRASH_BODY = "entry:\n  store volatile float 0.0, ptr null\n  ret void"
+HANG_BODY = ("entry:\n  br label %loop\nloop:\n  %v = load volatile float, ptr %A\n"
+             "  br label %loop")
+
+
+def planted_build(inp):
+    """Module-level build_func: plants a bad kernel when the state asks for one."""
+    plant = inp.state.plant
+    if plant == "crash":
+        return _hand_kernel("crash", CRASH_BODY)
+    if plant == "hang":
+        return _hand_kernel("hang", HANG_BODY)
+    if plant == "sleep":
+        time.sleep(60)
+    if plant == "abort":
+        os.abort()
+    if plant == "raise":
+        raise RuntimeError("planted codegen failure")
+    if plant == "wrong":
+        sch, args = inp.task.compute_dag.apply_steps_from_state(inp.state, transpose_b=True)
+        func = compiler.lower(sch, args, name="wrong")
+        obj, metas, _ = compiler.build_object(func, inp.task.target)
+        return obj, metas
+    return default_build_func(inp)
+
+
+def raising_job(x):
+    if x == 2:
+        raise KeyError("two")
+    return x * 10
+
+
+@pytest.fixture(scope="module")
+def task():
+    return FakeTask()
+
+
+@pytest.fixture(scope="module")
+def builder():
+    with LocalBuilder(timeout=BUILD_TIMEOUT, n_parallel=2, build_func=planted_build) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, repeat=2) as r:
+        r.start()
+        yield r
+
+
+def _inputs(task, *states):
+    return [MeasureInput(task, s) for s in states]
+
+
+def test_data_classes_validate_and_fail_with_failure_cost():
+    res = MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, "boom", 0.5)
+    assert res.costs == [FAILURE_COST] and res.error_no == 4 and not res.is_valid
+    assert res.mean_cost == FAILURE_COST
+    ok = MeasureResult([1e-3, 3e-3], 0, "", 0.1, 1.0)
+    assert ok.is_valid and ok.mean_cost == pytest.approx(2e-3)
+    with pytest.raises(ValueError, match="at least one cost"):
+        MeasureResult([], 0, "", 0.0, 0.0)
+    with pytest.raises(ValueError, match="error_no 9"):
+        MeasureResult([1.0], 9, "", 0.0, 0.0)
+    with pytest.raises(ValueError, match="needs object bytes"):
+        BuildResult(None, None, 0, "", 0.0)
+    assert MeasureErrorNo.RUN_TIMEOUT == 7 and MeasureErrorNo.UNKNOWN_ERROR == 8
+
+
+def test_build_and_run_real_matmul(task, builder, runner):
+    inputs = _inputs(task, FakeState(), FakeState(tile=4), FakeState(tile=8, parallel=True))
+    brs = builder.build(inputs)
+    assert [b.error_no for b in brs] == [0, 0, 0], [b.error_msg for b in brs]
+    assert all(isinstance(b.obj, bytes) and b.metas and b.time_cost > 0 for b in brs)
+    results = runner.run(inputs, brs)
+    assert [r.error_no for r in results] == [0, 0, 0], [r.error_msg for r in results]
+    for r, b in zip(results, brs):
+        assert len(r.costs) == 2 and all(c > 0 for c in r.costs)
+        assert r.all_cost >= b.time_cost and r.timestamp > 1e9
+    assert builder.last_seconds > 0 and runner.last_seconds > 0
+
+
+def test_instantiation_and_compile_errors_do_not_stop_the_batch(task, builder):
+    inputs = _inputs(task, FakeState(tile=4), FakeState(invalid=True),
+                     FakeState(plant="raise"), FakeState(tile=2))
+    brs = builder.build(inputs)
+    assert [b.error_no for b in brs] == [0, 1, 2, 0]
+    assert "ScheduleError" in brs[1].error_msg and "factor must be a positive" in \
+        brs[1].error_msg
+    assert "planted codegen failure" in brs[2].error_msg
+    assert brs[1].obj is None and brs[1].metas is None
+
+
+def test_build_timeout_and_worker_death(task, builder):
+    inputs = _inputs(task, FakeState(plant="sleep"), FakeState(plant="abort"),
+                     FakeState(tile=4))
+    t0 = time.perf_counter()
+    brs = builder.build(inputs)
+    assert time.perf_counter() - t0 < BUILD_TIMEOUT + 10
+    assert [b.error_no for b in brs] == [MeasureErrorNo.BUILD_TIMEOUT,
+                                         MeasureErrorNo.COMPILE_HOST, 0]
+    assert "timeout" in brs[0].error_msg and brs[0].time_cost == BUILD_TIMEOUT
+    assert "SIGABRT" in brs[1].error_msg
+    assert builder.build(_inputs(task, FakeState(tile=2)))[0].error_no == 0
+
+
+def test_crashing_kernel_is_runtime_error_and_next_candidate_runs(task, builder, runner):
+    inputs = _inputs(task, FakeState(plant="crash"), FakeState(tile=4))
+    brs = builder.build(inputs)
+    assert [b.error_no for b in brs] == [0, 0]
+    results = runner.run(inputs, brs)
+    assert [r.error_no for r in results] == [MeasureErrorNo.RUNTIME_DEVICE, 0]
+    assert "SIGSEGV" in results[0].error_msg and results[0].costs == [FAILURE_COST]
+    assert results[1].costs[0] > 0
+
+
+def test_hanging_kernel_is_run_timeout_and_next_candidate_runs(task, builder, runner):
+    inputs = _inputs(task, FakeState(plant="hang"), FakeState(tile=8))
+    brs = builder.build(inputs)
+    t0 = time.perf_counter()
+    results = runner.run(inputs, brs)
+    assert time.perf_counter() - t0 < RUN_TIMEOUT + 10
+    assert [r.error_no for r in results] == [MeasureErrorNo.RUN_TIMEOUT, 0]
+    assert "timeout" in results[0].error_msg
+
+
+def test_build_failures_pass_through_the_runner(task, runner):
+    inputs = _inputs(task, FakeState(), FakeState())
+    brs = [BuildResult.failed(MeasureErrorNo.INSTANTIATION_ERROR, "bad steps", 0.25),
+           BuildResult.failed(MeasureErrorNo.BUILD_TIMEOUT, "slow", 4.0)]
+    results = runner.run(inputs, brs)
+    assert [(r.error_no, r.error_msg, r.all_cost) for r in results] == [
+        (1, "bad steps", 0.25), (6, "slow", 4.0)]
+    with pytest.raises(ValueError, match="2 inputs but 1 build results"):
+        runner.run(inputs, brs[:1])
+
+
+def test_check_correctness_flags_a_wrong_kernel(task, builder):
+    inputs = _inputs(task, FakeState(tile=4), FakeState(plant="wrong"),
+                     FakeState(tile=8, parallel=True))
+    brs = builder.build(inputs)
+    with LocalRunner(timeout=RUN_TIMEOUT, number=1, check_correctness=True) as checker:
+        results = checker.run(inputs, brs)
+    assert [r.error_no for r in results] == [0, MeasureErrorNo.WRONG_ANSWER, 0]
+    assert "differs from the reference" in results[1].error_msg
+
+
+def _fake_encode_record(inp, res):
+    steps = [["SP", 0, 0, N, [inp.state.tile], 1]] if inp.state.tile > 1 else []
+    return Record(MeasureInputRecord(inp.task.workload_key, str(inp.task.target),
+                                     inp.task.hardware_params, steps=steps),
+                  MeasureResultRecord(res.costs, res.error_no, res.all_cost, res.timestamp))
+
+
+def test_program_measurer_tracks_best_and_logs_every_measurement(task, builder, runner,
+                                                                 tmp_path, monkeypatch):
+    monkeypatch.setattr(measure_mod.serialize, "encode_record", _fake_encode_record)
+    log = tmp_path / "log.json"
+    seen = []
+    measurer = ProgramMeasurer(builder, runner, [RecordToFile(log),
+                                                 lambda p, i, r: seen.append(len(r))],
+                               verbose=0, batch_size=2)
+    inputs = _inputs(task, FakeState(tile=4), FakeState(invalid=True),
+                     FakeState(tile=8, parallel=True))
+    results = measurer.measure(task, "policy", inputs)
+    assert [r.error_no for r in results] == [0, 1, 0]
+    assert seen == [2, 1]
+    assert measurer.ct == 3 and measurer.error_ct == 1
+    best = min(r.mean_cost for r in results)
+    assert measurer.best_cost[task.workload_key] == best
+    assert measurer.best_state[task.workload_key] is inputs[
+        [r.mean_cost for r in results].index(best)].state
+    assert measurer.last_build_seconds > 0 and measurer.last_run_seconds > 0
+    assert measurer.total_build_seconds == measurer.last_build_seconds
+    lines = log.read_text().splitlines()
+    assert len(lines) == 3
+    records = list(load_records(log, strict=True))
+    assert [r.result.error_no for r in records] == [0, 1, 0]
+    assert records[1].result.costs == (FAILURE_COST,)
+
+
+def test_ctrl_c_kills_busy_workers_and_the_builder_recovers(task, builder):
+    main = threading.main_thread().ident
+    timer = threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGINT))
+    timer.start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        builder.build(_inputs(task, FakeState(plant="sleep"), FakeState(plant="sleep")))
+    assert time.perf_counter() - t0 < BUILD_TIMEOUT
+    timer.join()
+    assert [b.error_no for b in builder.build(_inputs(task, FakeState(tile=4)))] == [0]
+
+
+def test_worker_pool_recycles_workers_after_max_jobs():
+    with WorkerPool(1, "test-recycle", max_jobs_per_worker=2) as pool:
+        pids = [o.value for o in pool.map(os.getpid, [()] * 5, timeout=30)]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
+    assert pool.starts == 3
+
+
+def test_worker_pool_reports_exceptions_in_order():
+    with WorkerPool(2, "test-pool") as pool:
+        outcomes = pool.map(raising_job, [(1,), (2,), (3,)], timeout=30)
+    assert [o.status for o in outcomes] == ["ok", "error", "ok"]
+    assert outcomes[0].value == 10 and outcomes[2].value == 30
+    assert "KeyError" in outcomes[1].value
+
+
+def test_bad_configuration_is_rejected():
+    with pytest.raises(TypeError, match="module-level"):
+        LocalBuilder(build_func=lambda inp: None)
+    with pytest.raises(ValueError, match="timeout"):
+        LocalBuilder(timeout=0)
+    with pytest.raises(ValueError, match="n_parallel"):
+        LocalBuilder(n_parallel=0)
+    with pytest.raises(ValueError, match="number=0"):
+        LocalRunner(number=0)
+    with pytest.raises(ValueError, match="cooldown_interval"):
+        LocalRunner(cooldown_interval=-1)
+    with pytest.raises(TypeError, match="MeasureInput"):
+        LocalBuilder(n_parallel=1).build([object()])
+    with pytest.raises(TypeError, match="filename"):
+        RecordToFile(3)
+
+
+def test_runner_inputs_are_deterministic():
+    meta = FuncMeta("f", (ParamMeta("A", (4, 4), "float32", False),
+                          ParamMeta("C", (4,), "int32", True)))
+    first = [a.copy() for a in _arguments(meta, 0)]
+    assert np.array_equal(_arguments(meta, 0)[0], first[0])
+    assert not _arguments(meta, 0)[1].any()
+    assert not np.array_equal(_arguments(meta, 1)[0], first[0])
