@@ -6,6 +6,10 @@ history, so ``transform_steps`` always replays to the same state.
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
+from compiler.errors import CompilerError
+
 from .errors import InvalidStepError
 from .steps_compute import (CacheReadStep, CacheWriteStep, ComputeAtStep, ComputeInlineStep,
                             ComputeRootStep, RfactorStep)
@@ -30,14 +34,20 @@ def apply_step(state, step):
 
 
 def apply_to_schedule(step, sch, steps) -> None:
-    if isinstance(step, FOLLOW_STEPS):
-        step.apply_to_schedule(sch, steps)
-    else:
-        step.apply_to_schedule(sch)
+    try:
+        if isinstance(step, FOLLOW_STEPS):
+            step.apply_to_schedule(sch, steps)
+        else:
+            step.apply_to_schedule(sch)
+    except CompilerError as err:   # a step the te schedule refuses does not apply
+        raise InvalidStepError(f"{step.CODE}: {err} (step {step.to_record()})") from None
+    except IndexError:
+        raise InvalidStepError(f"{step.CODE}: stage or iterator id out of range (step "
+                               f"{step.to_record()})") from None
 
 
 def _ints(x, what, code):
-    if not isinstance(x, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+    if not isinstance(x, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
                                           for v in x):
         raise InvalidStepError(f"{code}: {what} must be a list of ints, got {x!r}")
     return tuple(x)
@@ -49,6 +59,10 @@ def step_from_record(rec) -> object:
         raise InvalidStepError(f"unknown step record {rec!r}; expected one of "
                                f"{sorted(STEP_CLASSES)}")
     code, f = rec[0], list(rec[1:])
+    n_fields = len(fields(STEP_CLASSES[code]))
+    if len(f) != n_fields:
+        raise InvalidStepError(f"malformed {code} step record {rec!r}: expected {n_fields} "
+                               f"fields, got {len(f)}")
     try:
         if code == "SP":
             lengths = tuple(None if (v is None or v == 0) else v for v in f[3])

@@ -18,6 +18,20 @@ from .errors import InvalidStepError
 from .steps_loop import SplitStep, _iter, _stage, te_leaf
 
 
+def _reads(op, other) -> bool:
+    """True if ``op`` (transitively) reads the output of ``other``."""
+    todo, seen = [op], set()
+    while todo:
+        cur = todo.pop()
+        for t in cur.input_tensors:
+            if t.op is other:
+                return True
+            if id(t.op) not in seen:
+                seen.add(id(t.op))
+                todo.append(t.op)
+    return False
+
+
 def _check_target(state, sid, tid, code):
     st = _stage(state, sid, code)
     if not isinstance(tid, int) or not 0 <= tid < len(state.stages) or tid == sid:
@@ -25,6 +39,9 @@ def _check_target(state, sid, tid, code):
     tgt = state.stages[tid]
     if tgt.is_placeholder or tgt.compute_at == S.INLINED:
         raise InvalidStepError(f"{code}: target stage {tgt.name} is inlined or a placeholder")
+    if _reads(st.op, tgt.op):
+        raise InvalidStepError(f"{code}: target stage {tgt.name} is a producer of {st.name}; "
+                               "attaching would make a cycle")
     t = tid
     while t in state.attach_map:
         t = state.attach_map[t][0]
@@ -137,7 +154,10 @@ def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
     new = []
     for i, te_st in enumerate(sch.stages):
         if i in touched:
-            new.append(stage_from_te(te_st))
+            fresh = stage_from_te(te_st)
+            if i > insert_at:   # the stage the new one came from keeps its placement
+                fresh = S.replace(fresh, compute_at=old[i - 1].compute_at)
+            new.append(fresh)
         else:
             prev = old[i if i < insert_at else i - 1]
             new.append(S.replace(prev, op=te_st.op))
@@ -157,6 +177,10 @@ class CacheReadStep:
         st = state.stages[self.stage_id] if 0 <= self.stage_id < len(state.stages) else None
         if st is None:
             raise InvalidStepError(f"CHR: stage id {self.stage_id} out of range")
+        for r in self.reader_stage_ids:
+            if not isinstance(r, int) or not 0 <= r < len(state.stages) or \
+                    not any(t.op is st.op for t in state.stages[r].op.input_tensors):
+                raise InvalidStepError(f"CHR: stage {r} is not a reader of {st.name}")
         apply_dataflow(state, self, self.stage_id + 1, {self.stage_id + 1})
         return self.stage_id + 1
 
@@ -185,6 +209,8 @@ class CacheWriteStep:
         st = _stage(state, self.stage_id, self.CODE)
         if st.op.num_outputs != 1:
             raise InvalidStepError(f"CHW: multi-output stage {st.name} is not supported")
+        if state.attached_to(self.stage_id):
+            raise InvalidStepError(f"CHW: stages are attached to {st.name}; cache it first")
         apply_dataflow(state, self, self.stage_id, {self.stage_id, self.stage_id + 1})
         return self.stage_id
 
@@ -212,6 +238,8 @@ class RfactorStep:
         it = _iter(st, self.iter_id, self.CODE)
         if it.kind != S.REDUCTION:
             raise InvalidStepError(f"RF: {st.name}.{it.name} is not a reduction iterator")
+        if state.attached_to(self.stage_id):
+            raise InvalidStepError(f"RF: stages are attached to {st.name}; rfactor it first")
         apply_dataflow(state, self, self.stage_id, {self.stage_id, self.stage_id + 1})
         return self.stage_id
 

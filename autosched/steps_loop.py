@@ -53,8 +53,9 @@ class AnnotationStep:
     def apply_to_state(self, state):
         st = _stage(state, self.stage_id, self.CODE)
         it = _iter(st, self.iter_id, self.CODE)
-        if self.annotation not in S.ANN_NAMES:
-            raise InvalidStepError(f"AN: unknown annotation {self.annotation}")
+        if self.annotation not in _ANN_TO_TE:
+            raise InvalidStepError(f"AN: unsupported annotation {self.annotation}; expected one "
+                                   f"of {sorted(_ANN_TO_TE)} (unroll, vectorize, parallel)")
         if self.annotation in (S.ANN_VECTORIZE, S.ANN_PARALLEL) and it.kind != S.SPATIAL:
             raise InvalidStepError(f"AN: cannot {S.ANN_NAMES[self.annotation]} {st.name}."
                                    f"{it.name}: it is not a spatial iterator")
@@ -179,6 +180,8 @@ def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
     """Split iterator ``iid`` by ``lengths``; returns the new iterators' ids."""
     st = _stage(state, sid, code)
     it = _iter(st, iid, code)
+    if not lengths:
+        raise InvalidStepError(f"{code}: split of {st.name}.{it.name} needs at least one length")
     if any(x is not None and (not isinstance(x, int) or x < 1) for x in lengths):
         raise InvalidStepError(f"{code}: split lengths {list(lengths)} of {st.name}.{it.name} "
                                "must be positive ints")
@@ -350,7 +353,10 @@ class StorageAlignStep:
 
     def apply_to_state(self, state):
         st = _stage(state, self.stage_id, self.CODE)
-        _iter(st, self.iter_id, self.CODE)
+        it = _iter(st, self.iter_id, self.CODE)
+        unsplit = len(st.iters) == len(st.op.axis) + len(st.op.reduce_axis)
+        if it.kind != S.SPATIAL or not unsplit or self.iter_id >= len(st.op.axis):
+            raise InvalidStepError(f"SA: {st.name}.{it.name} must be an unsplit data axis")
         if self.factor < 1 or not 0 <= self.offset < self.factor:
             raise InvalidStepError(f"SA: need factor >= 1 and 0 <= offset < factor, got "
                                    f"{self.factor}, {self.offset}")

@@ -49,6 +49,9 @@ def _jsonable(args) -> list:
 
 def make_workload_key(func, args) -> str:
     name = func if isinstance(func, str) else func.__name__
+    if not isinstance(func, str) and WORKLOAD_FUNCS.get(name) is not func:
+        # registered under a custom name: find it by identity
+        name = next((k for k, f in WORKLOAD_FUNCS.items() if f is func), name)
     if name not in WORKLOAD_FUNCS:
         raise WorkloadError(f"workload function {name!r} is not registered; decorate it with "
                             "@autosched.register_workload")

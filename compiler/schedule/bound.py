@@ -63,7 +63,10 @@ def linear(e):
             return None
         k = b[1]
         return {v: c * k for v, c in a[0].items() if c * k}, a[1] * k
-    return None
+    # Any other integer term (e.g. ``fused // 256`` of an outer loop) is an opaque atom
+    # compared by identity; ``interval`` hands out one object per point sub-term, so the
+    # bounds of a region share atoms and their difference folds to a constant.
+    return {e: 1}, 0
 
 
 def from_linear(co: dict, c: int, dtype: str = "int32"):
@@ -141,8 +144,15 @@ def _const(x):
     return x.value if isinstance(x, E.IntImm) else None
 
 
+_BUILD = {E.Add: _op.add, E.Sub: _op.sub, E.Mul: _op.mul, E.FloorDiv: _op.floordiv,
+          E.FloorMod: _op.floormod, E.Min: _op.min_, E.Max: _op.max_}
+
+
 def _combine(t, a, b):
     (alo, ahi), (blo, bhi) = a, b
+    if alo is ahi and blo is bhi:
+        v = _BUILD[t](alo, blo)
+        return v, v
     if t is E.Add:
         return _op.add(alo, blo), _op.add(ahi, bhi)
     if t is E.Sub:

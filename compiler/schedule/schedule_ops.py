@@ -89,7 +89,8 @@ class OpsBuilder:
         leaves = st.leaf_iter_vars
         first = next((k for k, iv in enumerate(leaves) if iv.iter_type != E.IterVar.DataPar),
                      len(leaves))
-        init_leaves = [iv for iv in leaves[first:] if iv.iter_type == E.IterVar.DataPar]
+        # mixed (fused data+reduce) leaves stay in the init nest so every output is set
+        init_leaves = [iv for iv in leaves[first:] if iv.iter_type != E.IterVar.CommReduce]
         init_nest = self.nest(st, init_leaves, _guard(sp_pred, init), attach=False)
         upd_nest = self.nest(st, leaves[first:], update)
         return self.nest(st, leaves[:first], S.seq(init_nest, upd_nest))
