@@ -181,6 +181,9 @@ def sample_state(sketch, rng, num_cores: int):
     """One random concrete state from ``sketch`` (may raise InvalidStepError)."""
     state = fill_tile_sizes(sketch, rng)
     state = change_compute_location(state, rng)
-    state = init_parallel(state, num_cores, rng)
+    # Mostly TVM's granularity (cores*16); sometimes coarser, which leaves the inner
+    # loops of small or elementwise stages free to be vectorized.
+    degree = num_cores * (16 if rng.random() < 0.7 else rng.choice((1, 2, 4)))
+    state = init_parallel(state, num_cores, rng, max_degree=degree)
     state = init_vectorization(state, rng)
     return init_unroll(state, rng)
