@@ -1,0 +1,136 @@
+"""Shared helpers of the topi tests, plus tests of tags, patterns and error messages.
+
+``verify`` builds an op twice -- with its default CPU schedule and with a plain
+``te.create_schedule`` -- and compares both against a numpy reference, so every kernel
+is checked under the schedule users get and under the naive loop nest.
+"""
+import numpy as np
+import pytest
+
+from compiler import TEError, build, te, topi
+from compiler.topi import tag
+
+RNG = np.random.default_rng(7)
+
+
+def rand(shape, dtype="float32", lo=-1.0, hi=1.0):
+    if dtype == "bool":
+        return RNG.random(shape) > 0.5
+    if dtype.startswith("int") or dtype.startswith("uint"):
+        return RNG.integers(int(lo), int(hi) + 1, size=shape).astype(dtype)
+    return RNG.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def shape_of(t):
+    return tuple(int(d.value) for d in t.shape)
+
+
+def run(s, inputs, outs, arrays, name="topi_kernel"):
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    mod = build(s, list(inputs) + list(outs), name=name)
+    res = [np.zeros(shape_of(o), dtype=o.dtype) for o in outs]
+    mod(*arrays, *res)
+    return res
+
+
+def verify(inputs, outs, arrays, refs, schedule=None, rtol=1e-5, atol=1e-5, plain=True):
+    """Check ``outs`` against ``refs`` under the default schedule and a plain one."""
+    outs_l = outs if isinstance(outs, (list, tuple)) else [outs]
+    refs_l = refs if isinstance(refs, (list, tuple)) else [refs]
+    schedule = schedule or topi.generic.schedule_default
+    scheds = [("default", schedule(outs_l if len(outs_l) > 1 else outs_l[0]))]
+    if plain:
+        scheds.append(("plain", te.create_schedule([o.op for o in outs_l])))
+    for label, s in scheds:
+        got = run(s, inputs, outs_l, arrays)
+        for g, r in zip(got, refs_l):
+            r = np.asarray(r)
+            assert g.shape == r.shape, (label, g.shape, r.shape)
+            if g.dtype == np.bool_ or np.issubdtype(g.dtype, np.integer):
+                np.testing.assert_array_equal(g, r.astype(g.dtype), err_msg=label)
+            else:
+                np.testing.assert_allclose(g, r, rtol=rtol, atol=atol, err_msg=label)
+
+
+def expect_error(fn, *fragments):
+    """``fn()`` raises TEError whose message contains every fragment."""
+    with pytest.raises(TEError) as info:
+        fn()
+    msg = str(info.value)
+    for frag in fragments:
+        assert frag in msg, msg
+    return msg
+
+
+# ---------------------------------------------------------------- tags and patterns
+def test_pattern_kinds_of_ops():
+    A = te.placeholder((4, 8), name="A")
+    W = te.placeholder((6, 8), name="W")
+    X = te.placeholder((1, 3, 8, 8), name="X")
+    K = te.placeholder((4, 3, 3, 3), name="K")
+    b = te.placeholder((8,), name="b")
+    cases = {
+        tag.ELEMWISE: [topi.exp(A), topi.nn.relu(A), topi.cast(A, "float64")],
+        tag.BROADCAST: [topi.add(A, b), topi.nn.bias_add(A, b, axis=1), topi.maximum(A, 1.0)],
+        tag.INJECTIVE: [topi.transpose(A), topi.reshape(A, (8, 4)),
+                        topi.nn.pad(A, [1, 1], [1, 1]), topi.strided_slice(A, [1], [3])],
+        tag.COMM_REDUCE: [topi.sum(A, axis=1), topi.argmax(A, axis=0), topi.mean(A)],
+        tag.OUT_ELEMWISE_FUSABLE: [topi.nn.dense(A, W), topi.nn.conv2d_nchw(X, K, 1, 1, 1),
+                                   topi.nn.pool2d(X, 2, 2, 1, 0, "max")],
+        tag.OPAQUE: [topi.nn.softmax(A), topi.nn.layer_norm(A, b, b, axis=-1)],
+    }
+    for kind, tensors in cases.items():
+        for t in tensors:
+            assert topi.pattern_of(t) == kind, (t.op.name, t.op.tag, kind)
+    assert topi.pattern_of(A) == tag.OPAQUE
+    assert tag.PATTERN_LEVEL[tag.ELEMWISE] < tag.PATTERN_LEVEL[tag.OUT_ELEMWISE_FUSABLE]
+    conv = topi.nn.conv2d_nchw(X, K, 1, 1, 1)
+    assert conv.op.tag == "conv2d_nchw" and conv.op.attrs["strides"] == [1, 1]
+    assert tag.is_injective("injective,pad") and not tag.is_broadcast("injective")
+
+
+def test_pattern_of_untagged_ops_and_bad_input():
+    A = te.placeholder((4,), name="A")
+    k = te.reduce_axis((0, 4), name="k")
+    plain = te.compute((4,), lambda i: A[i] * 2.0, name="plain")
+    red = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="red")
+    assert topi.pattern_of(plain) == tag.INJECTIVE
+    assert topi.pattern_of(red) == tag.COMM_REDUCE
+    with pytest.raises(TypeError):
+        topi.pattern_of("relu")
+
+
+# ---------------------------------------------------------------- error messages
+def test_errors_name_op_argument_and_expectation():
+    A = te.placeholder((4, 8), name="A")
+    W = te.placeholder((6, 7), name="W")
+    expect_error(lambda: topi.nn.dense(A, W), "nn.dense", "weight", "in_dim")
+    expect_error(lambda: topi.add(A, te.placeholder((3,), name="B")), "topi.add", "broadcast")
+    expect_error(lambda: topi.sum(A, axis=2), "topi.sum", "axis=2", "[-2, 2)")
+    expect_error(lambda: topi.reshape(A, (5, 7)), "topi.reshape", "newshape", "32 elements")
+    expect_error(lambda: topi.transpose(A, (0, 0)), "topi.transpose", "permutation")
+    expect_error(lambda: topi.exp(te.placeholder((3,), "int32", "I")), "topi.exp", "floating")
+    X = te.placeholder((1, 4, 8, 8), name="X")
+    K = te.placeholder((8, 3, 3, 3), name="K")
+    expect_error(lambda: topi.nn.conv2d_nchw(X, K, 1, 1, 1), "nn.conv2d_nchw", "Filter")
+    K4 = te.placeholder((8, 4, 3, 3), name="K4")
+    expect_error(lambda: topi.nn.conv2d_nchw(X, K4, 1, (1, 2, 3), 1), "padding", "4-tuple")
+    expect_error(lambda: topi.nn.conv2d_nchw(X, K4, 0, 1, 1), "stride", ">= 1")
+    expect_error(lambda: topi.nn.group_conv2d_nchw(X, K4, 1, 1, 1, 3), "groups", "divisor")
+    expect_error(lambda: topi.nn.pool2d(X, 3, 1, 1, 0, "min"), "nn.pool2d", "pool_type")
+    expect_error(lambda: topi.nn.pool2d(X, 10, 1, 1, 0, "max"), "nn.pool2d", "kernel extent")
+    expect_error(lambda: topi.split(A, 3, axis=1), "topi.split", "dividing")
+    expect_error(lambda: topi.layout_transform(X, "NCHW", "NCHW3c"), "dividing")
+    expect_error(lambda: topi.nn.softmax(A, axis=-3), "nn.softmax", "axis")
+    expect_error(lambda: topi.image.resize2d(X, None, (4, 4), method="cubic"), "method")
+    expect_error(lambda: topi.take(A, 1.5), "topi.take", "indices")
+    expect_error(lambda: topi.nn.bias_add(A, te.placeholder((4,), name="b"), axis=1),
+                 "nn.bias_add", "bias", "(8,)")
+
+
+def test_verify_helper_can_fail():
+    """The comparison helper must catch a wrong reference (tests are able to fail)."""
+    A = te.placeholder((4, 8), name="A")
+    a = rand((4, 8))
+    with pytest.raises(AssertionError):
+        verify([A], topi.exp(A), [a], np.exp(a) + 1e-2)

@@ -1,0 +1,230 @@
+"""Convolutions (NCHW, NHWC, grouped, depthwise, transposed) and pooling vs numpy.
+
+Edge cases: 4-tuple asymmetric padding, stride > 1, dilation, groups, channel
+multipliers, odd spatial sizes, ceil_mode, count_include_pad, fused bias + relu.
+"""
+import numpy as np
+import pytest
+
+from compiler import lower, te, topi
+from test_topi_common import expect_error, rand, verify
+
+
+def conv_ref(x, w, stride, pads, dil, groups=1):
+    """NCHW x OIHW reference; pads = (top, left, bottom, right)."""
+    t, l, b, r = pads
+    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (t, b), (l, r)))
+    n, c, h, wd = xp.shape
+    oc, icg, kh, kw = w.shape
+    oh = (h - (kh - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (wd - (kw - 1) * dil[1] - 1) // stride[1] + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        for ry in range(kh):
+            for rx in range(kw):
+                y0, x0 = ry * dil[0], rx * dil[1]
+                patch = xp[:, g * icg:(g + 1) * icg, y0:y0 + stride[0] * (oh - 1) + 1:stride[0],
+                           x0:x0 + stride[1] * (ow - 1) + 1:stride[1]]
+                out[:, g * ocg:(g + 1) * ocg] += np.einsum(
+                    "nchw,fc->nfhw", patch, w[g * ocg:(g + 1) * ocg, :, ry, rx])
+    return out
+
+
+def _pad4(p):
+    if isinstance(p, int):
+        return (p,) * 4
+    return (p[0], p[1], p[0], p[1]) if len(p) == 2 else tuple(p)
+
+
+CONV_CASES = [  # (n, c, h, w), (oc, kh, kw), stride, padding, dilation, groups
+    ((1, 4, 10, 10), (8, 3, 3), 1, 1, 1, 1),
+    ((2, 3, 9, 11), (5, 3, 2), (2, 1), (1, 0, 2, 1), 1, 1),
+    ((1, 6, 12, 12), (4, 3, 3), 2, (1, 1), 2, 1),
+    ((1, 8, 7, 9), (12, 1, 1), 1, 0, 1, 4),
+    ((1, 4, 16, 16), (4, 3, 3), 1, 1, 1, 4),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv2d_nchw(case):
+    (n, c, h, w), (oc, kh, kw), st, pad, dil, groups = case
+    X = te.placeholder((n, c, h, w), name="X")
+    K = te.placeholder((oc, c // groups, kh, kw), name="K")
+    x, k = rand((n, c, h, w)), rand((oc, c // groups, kh, kw))
+    out = topi.nn.conv2d_nchw(X, K, st, pad, dil, groups=groups)
+    st2 = (st, st) if isinstance(st, int) else st
+    dil2 = (dil, dil) if isinstance(dil, int) else dil
+    ref = conv_ref(x, k, st2, _pad4(pad), dil2, groups)
+    verify([X, K], out, [x, k], ref, schedule=topi.x86.schedule_conv2d_nchw, rtol=1e-4,
+           atol=1e-4)
+
+
+def test_conv2d_nchw_bias_relu_fused():
+    X = te.placeholder((1, 8, 14, 14), name="X")
+    K = te.placeholder((16, 8, 3, 3), name="K")
+    B = te.placeholder((16,), name="B")
+    out = topi.nn.relu(topi.nn.bias_add(topi.nn.conv2d_nchw(X, K, 1, 1, 1), B, axis=1))
+    x, k, b = rand((1, 8, 14, 14)), rand((16, 8, 3, 3)), rand((16,))
+    ref = np.maximum(conv_ref(x, k, (1, 1), (1,) * 4, (1, 1)) + b[None, :, None, None], 0)
+    verify([X, K, B], out, [x, k, b], ref, schedule=topi.x86.schedule_conv2d_nchw, rtol=1e-4,
+           atol=1e-4)
+    text = str(lower(topi.x86.schedule_conv2d_nchw(out), [X, K, B, out]))
+    assert "T.parallel" in text and "T.Ramp" in text
+
+
+@pytest.mark.parametrize("case", CONV_CASES[:4], ids=str)
+def test_conv2d_nhwc(case):
+    (n, c, h, w), (oc, kh, kw), st, pad, dil, groups = case
+    X = te.placeholder((n, h, w, c), name="X")
+    K = te.placeholder((kh, kw, c // groups, oc), name="K")
+    x, k = rand((n, h, w, c)), rand((kh, kw, c // groups, oc))
+    out = topi.nn.conv2d_nhwc(X, K, st, pad, dil, groups=groups)
+    st2 = (st, st) if isinstance(st, int) else st
+    dil2 = (dil, dil) if isinstance(dil, int) else dil
+    ref = conv_ref(x.transpose(0, 3, 1, 2), k.transpose(3, 2, 0, 1), st2, _pad4(pad), dil2,
+                   groups).transpose(0, 2, 3, 1)
+    verify([X, K], out, [x, k], ref, schedule=topi.x86.schedule_conv2d_nhwc, rtol=1e-4,
+           atol=1e-4)
+
+
+def test_conv2d_dispatch_and_errors():
+    X = te.placeholder((1, 3, 8, 8), name="X")
+    K = te.placeholder((4, 3, 3, 3), name="K")
+    assert topi.nn.conv2d(X, K, 1, 1, 1).op.tag == "conv2d_nchw"
+    expect_error(lambda: topi.nn.conv2d(X, K, 1, 1, 1, "NCWH"), "nn.conv2d", "layout")
+    expect_error(lambda: topi.nn.conv2d_nchw(X, K, 1, 1, (1, 0)), "dilation", ">= 1")
+    expect_error(lambda: topi.nn.conv2d_nchw(X, K, 1, "FULL", 1), "padding", "SAME")
+    same = topi.nn.conv2d_nchw(X, K, 1, "SAME", 1)
+    assert tuple(int(d.value) for d in same.shape) == (1, 4, 8, 8)
+
+
+@pytest.mark.parametrize("shape,mult,k,st,pad,dil", [
+    ((1, 8, 12, 12), 1, 3, 1, 1, 1), ((2, 3, 9, 10), 2, 3, 2, (1, 0, 1, 2), 1),
+    ((1, 4, 11, 11), 1, 5, 1, 2, 2)], ids=str)
+def test_depthwise_conv2d_nchw(shape, mult, k, st, pad, dil):
+    n, c, h, w = shape
+    X = te.placeholder(shape, name="X")
+    K = te.placeholder((c, mult, k, k), name="K")
+    x, kk = rand(shape), rand((c, mult, k, k))
+    out = topi.nn.depthwise_conv2d_nchw(X, K, st, pad, dil)
+    ref = conv_ref(x, kk.reshape(c * mult, 1, k, k), (st, st), _pad4(pad), (dil, dil), c)
+    verify([X, K], out, [x, kk], ref, schedule=topi.x86.schedule_depthwise_conv2d_nchw,
+           rtol=1e-4, atol=1e-4)
+    expect_error(lambda: topi.nn.depthwise_conv2d_nchw(X, te.placeholder((c + 1, 1, 3, 3)),
+                                                       1, 1, 1), "depthwise", "Filter")
+
+
+def conv_transpose_ref(x, w, stride, pads, opad):
+    n, c, h, wd = x.shape
+    _, oc, kh, kw = w.shape
+    t, l, b, r = pads
+    full = np.zeros((n, oc, (h - 1) * stride[0] + kh + opad[0],
+                     (wd - 1) * stride[1] + kw + opad[1]))
+    for i in range(h):
+        for j in range(wd):
+            full[:, :, i * stride[0]:i * stride[0] + kh, j * stride[1]:j * stride[1] + kw] += \
+                np.einsum("nc,cohw->nohw", x[:, :, i, j], w)
+    oh = (h - 1) * stride[0] - t - b + kh + opad[0]
+    ow = (wd - 1) * stride[1] - l - r + kw + opad[1]
+    return full[:, :, t:t + oh, l:l + ow]
+
+
+@pytest.mark.parametrize("shape,oc,k,st,pad,opad", [
+    ((1, 4, 5, 5), 6, 3, 2, 1, 1), ((2, 3, 4, 6), 2, 4, (2, 1), (1, 0, 2, 1), 0),
+    ((1, 2, 6, 6), 3, 3, 1, 0, 0)], ids=str)
+def test_conv2d_transpose_nchw(shape, oc, k, st, pad, opad):
+    X = te.placeholder(shape, name="X")
+    K = te.placeholder((shape[1], oc, k, k), name="K")
+    x, kk = rand(shape), rand((shape[1], oc, k, k))
+    st2 = (st, st) if isinstance(st, int) else st
+    op2 = (opad, opad) if isinstance(opad, int) else opad
+    out = topi.nn.conv2d_transpose_nchw(X, K, st2, pad, "float32", op2)
+    ref = conv_transpose_ref(x.astype("float64"), kk, st2, _pad4(pad), op2)
+    verify([X, K], out, [x, kk], ref, schedule=topi.x86.schedule_conv2d_transpose_nchw,
+           rtol=1e-4, atol=1e-4)
+    expect_error(lambda: topi.nn.conv2d_transpose_nchw(X, K, 1, k, None, (0, 0)), "padding")
+
+
+def pool_ref(x, k, s, d, pads, kind, ceil_mode, cip):
+    """NCHW pooling with PyTorch semantics."""
+    n, c, h, w = x.shape
+    t, l, b, r = pads
+    sizes = []
+    for size, kk, ss, dd, lo, hi in ((h, k[0], s[0], d[0], t, b), (w, k[1], s[1], d[1], l, r)):
+        span = (kk - 1) * dd + 1
+        if ceil_mode:
+            o = -(-(size + lo + hi - span) // ss) + 1
+            if (o - 1) * ss >= size + lo:
+                o -= 1
+        else:
+            o = (size + lo + hi - span) // ss + 1
+        sizes.append(o)
+    out = np.zeros((n, c, sizes[0], sizes[1]))
+    for oy in range(sizes[0]):
+        for ox in range(sizes[1]):
+            ys = [oy * s[0] - t + i * d[0] for i in range(k[0])]
+            xs = [ox * s[1] - l + j * d[1] for j in range(k[1])]
+            inside = [(y, xx) for y in ys for xx in xs if 0 <= y < h and 0 <= xx < w]
+            vals = np.stack([x[:, :, y, xx] for y, xx in inside], -1)
+            if kind == "max":
+                out[:, :, oy, ox] = vals.max(-1)
+            else:
+                cnt = len(inside) if not cip else \
+                    sum(1 for y in ys if -t <= y < h + b) * sum(1 for xx in xs if -l <= xx < w + r)
+                out[:, :, oy, ox] = vals.sum(-1) / cnt
+    return out
+
+
+POOL_CASES = [((1, 3, 10, 10), 3, 2, 1, 1, False, True), ((2, 2, 9, 7), (2, 3), (2, 1), 1,
+                                                          (0, 1, 1, 0), True, True),
+              ((1, 4, 11, 11), 3, 2, 1, 1, True, False), ((1, 2, 12, 12), 2, 2, 2, 0, False, True),
+              ((1, 16, 16, 16), 3, 1, 1, 1, False, False)]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_pool2d(kind, case):
+    shape, k, s, d, pad, ceil_mode, cip = case
+    X = te.placeholder(shape, name="X")
+    x = rand(shape)
+    out = topi.nn.pool2d(X, k, s, d, pad, kind, ceil_mode, "NCHW", cip)
+    k2, s2, d2 = [(v, v) if isinstance(v, int) else v for v in (k, s, d)]
+    ref = pool_ref(x.astype("float64"), k2, s2, d2, _pad4(pad), kind, ceil_mode, cip)
+    verify([X], out, [x], ref, schedule=topi.x86.schedule_pool, rtol=1e-5, atol=1e-6)
+
+
+def test_pool2d_nhwc_and_fused_relu():
+    X = te.placeholder((1, 9, 9, 16), name="X")
+    x = rand((1, 9, 9, 16))
+    out = topi.nn.relu(topi.nn.pool2d(X, 3, 2, 1, 1, "avg", layout="NHWC"))
+    ref = pool_ref(x.transpose(0, 3, 1, 2).astype("float64"), (3, 3), (2, 2), (1, 1),
+                   (1,) * 4, "avg", False, True)
+    verify([X], out, [x], np.maximum(ref.transpose(0, 2, 3, 1), 0),
+           schedule=topi.x86.schedule_pool, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_global_and_adaptive_pool(kind, layout):
+    shape = (2, 3, 10, 7) if layout == "NCHW" else (2, 10, 7, 3)
+    hw = (2, 3) if layout == "NCHW" else (1, 2)
+    X = te.placeholder(shape, name="X")
+    x = rand(shape)
+    red = np.max if kind == "max" else np.mean
+    verify([X], topi.nn.global_pool(X, kind, layout), [x], red(x, axis=hw, keepdims=True),
+           schedule=topi.x86.schedule_adaptive_pool, rtol=1e-5, atol=1e-6)
+    oh, ow = 4, 3
+    ref = np.zeros([oh if a == hw[0] else ow if a == hw[1] else s for a, s in enumerate(shape)])
+    h, w = shape[hw[0]], shape[hw[1]]
+    for i in range(oh):
+        for j in range(ow):
+            ys = slice(i * h // oh, -(-(i + 1) * h // oh))
+            xs = slice(j * w // ow, -(-(j + 1) * w // ow))
+            sl = [slice(None)] * 4
+            sl[hw[0]], sl[hw[1]] = ys, xs
+            dst = [slice(None)] * 4
+            dst[hw[0]], dst[hw[1]] = slice(i, i + 1), slice(j, j + 1)
+            ref[tuple(dst)] = red(x[tuple(sl)], axis=hw, keepdims=True)
+    verify([X], topi.nn.adaptive_pool(X, (oh, ow), kind, layout), [x], ref,
+           schedule=topi.x86.schedule_adaptive_pool, rtol=1e-5, atol=1e-6)
