@@ -59,13 +59,17 @@ class RunConfig:
     seed: int = 0
     rtol: float = 1e-3
     atol: float = 1e-5
+    # A candidate whose first (warm-up) call already takes this long is reported with
+    # that one call: slow candidates are far from the best, and timing them `number`
+    # more times would dominate the tuning wall time on large workloads.
+    slow_call_seconds: float = 0.25
 
     def __post_init__(self):
         for name in ("number", "repeat"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"LocalRunner {name}={value!r}: expected an int >= 1")
-        for name in ("min_repeat_ms", "cooldown_interval", "rtol", "atol"):
+        for name in ("min_repeat_ms", "cooldown_interval", "rtol", "atol", "slow_call_seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or value < 0:
@@ -148,6 +152,11 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key):
     try:
         func = mod.get_function(mod.entry_name)
         arrays = _arguments(func.meta, config.seed)
+        t0 = time.perf_counter()
+        func(*arrays)
+        first = time.perf_counter() - t0
+        if first >= config.slow_call_seconds and ref_key is None:
+            return [first], int(MeasureErrorNo.NO_ERROR), ""
         timer = mod.time_evaluator(number=config.number, repeat=config.repeat,
                                    min_repeat_ms=config.min_repeat_ms,
                                    enable_cpu_cache_flush=config.enable_cpu_cache_flush)
@@ -178,7 +187,8 @@ class LocalRunner(ProgramRunner):
 
     ``number``/``repeat``/``min_repeat_ms``/``enable_cpu_cache_flush`` go to
     ``time_evaluator``; ``cooldown_interval`` seconds are slept before each candidate;
-    ``timeout`` bounds one candidate (load + warm-up + timing).  With
+    ``timeout`` bounds one candidate (load + warm-up + timing); a candidate whose first
+    call takes ``slow_call_seconds`` or more is reported with that single call.  With
     ``check_correctness``, ``reference_func(task) -> (obj, metas)`` (module-level or not:
     it runs in this process) builds each task's reference once; its outputs are compared
     with ``rtol``/``atol``.  ``last_seconds``/``total_seconds`` time the ``run`` calls.
@@ -189,11 +199,13 @@ class LocalRunner(ProgramRunner):
                  enable_cpu_cache_flush: bool = False, check_correctness: bool = False,
                  reference_func=None, rtol: float = 1e-3, atol: float = 1e-5, seed: int = 0,
                  reference_timeout: float = 120.0, max_runs_per_worker: int = 1000,
-                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT):
+                 startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+                 slow_call_seconds: float = 0.25):
         self.timeout = check_seconds(timeout, "LocalRunner timeout")
         self.reference_timeout = check_seconds(reference_timeout, "LocalRunner reference_timeout")
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
-                                bool(enable_cpu_cache_flush), seed, rtol, atol)
+                                bool(enable_cpu_cache_flush), seed, rtol, atol,
+                                slow_call_seconds)
         self.check_correctness = bool(check_correctness)
         self.reference_func = default_reference_func if reference_func is None \
             else reference_func

@@ -83,6 +83,10 @@ def _hand_kernel(name: str, body: str):
 
 
 CRASH_BODY = "entry:\n  store volatile float 0.0, ptr null\n  ret void"
+SLOW_BODY = ("entry:\n  br label %loop\nloop:\n  %i = phi i64 [0, %entry], [%n, %loop]\n"
+             "  %v = load volatile float, ptr %A\n  %n = add i64 %i, 1\n"
+             "  %c = icmp ult i64 %n, 200000000\n  br i1 %c, label %loop, label %done\n"
+             "done:\n  ret void")
 HANG_BODY = ("entry:\n  br label %loop\nloop:\n  %v = load volatile float, ptr %A\n"
              "  br label %loop")
 
@@ -94,6 +98,8 @@ def planted_build(inp):
         return _hand_kernel("crash", CRASH_BODY)
     if plant == "hang":
         return _hand_kernel("hang", HANG_BODY)
+    if plant == "slow":
+        return _hand_kernel("slow", SLOW_BODY)
     if plant == "sleep":
         time.sleep(60)
     if plant == "abort":
@@ -314,3 +320,13 @@ def test_runner_inputs_are_deterministic():
     assert np.array_equal(_arguments(meta, 0)[0], first[0])
     assert not _arguments(meta, 0)[1].any()
     assert not np.array_equal(_arguments(meta, 1)[0], first[0])
+
+
+def test_slow_candidate_is_timed_once(task, builder):
+    """A first call slower than slow_call_seconds is the measurement (no more repeats)."""
+    inputs = _inputs(task, FakeState(plant="slow"), FakeState(tile=4))
+    brs = builder.build(inputs)
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, repeat=2, slow_call_seconds=0.02) as r:
+        slow, fast = r.run(inputs, brs)
+    assert slow.error_no == 0 and len(slow.costs) == 1 and slow.costs[0] >= 0.02
+    assert fast.error_no == 0 and len(fast.costs) == 2
