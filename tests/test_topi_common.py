@@ -7,7 +7,7 @@ is checked under the schedule users get and under the naive loop nest.
 import numpy as np
 import pytest
 
-from compiler import TEError, build, te, topi
+from compiler import TEError, build, lower, te, topi
 from compiler.topi import tag
 
 RNG = np.random.default_rng(7)
@@ -87,6 +87,12 @@ def test_pattern_kinds_of_ops():
     conv = topi.nn.conv2d_nchw(X, K, 1, 1, 1)
     assert conv.op.tag == "conv2d_nchw" and conv.op.attrs["strides"] == [1, 1]
     assert tag.is_injective("injective,pad") and not tag.is_broadcast("injective")
+    # the kind of a whole op's result (what the graph level records for the operator)
+    assert topi.pattern_of_dag(topi.nn.dense(A, W, te.placeholder((6,), name="c"))) == \
+        tag.OUT_ELEMWISE_FUSABLE
+    assert topi.pattern_of_dag(topi.nn.softmax(A)) == tag.OPAQUE
+    assert topi.pattern_of_dag(topi.mean(A, axis=0)) == tag.COMM_REDUCE
+    assert topi.pattern_of_dag([topi.exp(A), topi.add(A, b)]) == tag.BROADCAST
 
 
 def test_pattern_of_untagged_ops_and_bad_input():
@@ -134,3 +140,51 @@ def test_verify_helper_can_fail():
     a = rand((4, 8))
     with pytest.raises(AssertionError):
         verify([A], topi.exp(A), [a], np.exp(a) + 1e-2)
+
+
+# ---------------------------------------------------------------- default schedules
+def _lowered(outs, inputs, schedule):
+    outs_l = outs if isinstance(outs, list) else [outs]
+    return str(lower(schedule(outs), list(inputs) + outs_l))
+
+
+def test_default_schedules_are_parallel_and_vectorized():
+    """The fallback schedules are not naive: one parallel loop and SIMD vectors."""
+    A = te.placeholder((256, 512), name="A")
+    W = te.placeholder((128, 512), name="W")
+    X = te.placeholder((1, 32, 56, 56), name="X")
+    K = te.placeholder((32, 32, 3, 3), name="K")
+    D = te.placeholder((32, 1, 3, 3), name="D")
+    cases = [
+        (topi.nn.relu(topi.add(A, 1.0)), [A], topi.x86.schedule_injective),
+        (topi.nn.relu(topi.nn.dense(A, W)), [A, W], topi.x86.schedule_dense),
+        (topi.nn.matmul(A, topi.transpose(W)), [A, W], topi.x86.schedule_matmul),
+        (topi.nn.conv2d_nchw(X, K, 1, 1, 1), [X, K], topi.x86.schedule_conv2d_nchw),
+        (topi.nn.depthwise_conv2d_nchw(X, D, 1, 1, 1), [X, D],
+         topi.x86.schedule_depthwise_conv2d_nchw),
+        (topi.nn.pool2d(X, 3, 1, 1, 1, "avg"), [X], topi.x86.schedule_pool),
+        (topi.nn.softmax(A), [A], topi.x86.schedule_softmax),
+        (topi.sum(A, axis=1), [A], topi.x86.schedule_reduce),
+        (topi.sum(A, axis=0), [A], topi.x86.schedule_reduce),
+    ]
+    for out, inputs, sched in cases:
+        text = _lowered(out, inputs, sched)
+        assert "T.parallel" in text, (out.op.name, text)
+        assert "T.Ramp" in text, (out.op.name, text)
+        assert _lowered(out, inputs, topi.generic.schedule_default) == text, out.op.name
+
+
+def test_schedule_default_handles_chained_anchors():
+    X = te.placeholder((1, 4, 12, 12), name="X")
+    K = te.placeholder((8, 4, 3, 3), name="K")
+    x, k = rand((1, 4, 12, 12)), rand((8, 4, 3, 3))
+    conv = topi.nn.relu(topi.nn.conv2d_nchw(X, K, 1, 1, 1))
+    out = topi.nn.pool2d(conv, 2, 2, 1, 0, "max")
+    xp = np.pad(x.astype("float64"), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    c = np.zeros((1, 8, 12, 12))
+    for ry in range(3):
+        for rx in range(3):
+            c += np.einsum("nchw,fc->nfhw", xp[:, :, ry:ry + 12, rx:rx + 12], k[:, :, ry, rx])
+    c = np.maximum(c, 0)
+    ref = c.reshape(1, 8, 6, 2, 6, 2).max(axis=(3, 5))
+    verify([X, K], out, [x, k], ref, rtol=1e-4, atol=1e-4)

@@ -27,7 +27,9 @@ def test_reduce(name, axis, keepdims):
 
 
 @pytest.mark.parametrize("shape,axis", [((7, 13), 1), ((4, 40), -1), ((64, 9), 0),
-                                        ((2, 3, 24), (1, 2)), ((1000,), None)], ids=str)
+                                        ((2, 3, 24), (1, 2)), ((1000,), None),
+                                        ((1 << 16,), None), ((16, 4096), None),
+                                        ((2, 64, 512), (1, 2))], ids=str)
 def test_sum_schedule_paths(shape, axis):
     A = te.placeholder(shape, name="A")
     a = rand(shape)

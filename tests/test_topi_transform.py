@@ -163,6 +163,10 @@ def _src_coord(x, in_size, out_size, mode):
         return x * ((in_size - 1) / (out_size - 1) if out_size > 1 else 0.0)
     if mode == "asymmetric":
         return x * scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + 0.5) * scale
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return 0.0
     return (x + 0.5) * scale - 0.5
 
 
@@ -189,8 +193,9 @@ def _resize_ref(a, size, method, mode):
 
 
 @pytest.mark.parametrize("method", ["nearest_neighbor", "linear"])
-@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric"])
-@pytest.mark.parametrize("size", [(8, 12), (3, 2)], ids=str)
+@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "asymmetric",
+                                  "pytorch_half_pixel", "tf_half_pixel_for_nn"])
+@pytest.mark.parametrize("size", [(8, 12), (3, 1)], ids=str)
 def test_resize2d(method, mode, size):
     A = te.placeholder((1, 2, 5, 6), name="A")
     a = rand((1, 2, 5, 6))
@@ -206,3 +211,19 @@ def test_resize2d_nhwc_and_bilinear_alias():
     ref = _resize_ref(a.transpose(0, 3, 1, 2), (10, 4), "linear", "half_pixel")
     verify([A], out, [a], ref.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
     expect_error(lambda: topi.image.resize2d(A, None, (0, 4), layout="NHWC"), "size")
+
+
+@pytest.mark.parametrize("rounding", ["floor", "ceil", "round", "round_prefer_floor",
+                                      "round_prefer_ceil"])
+def test_resize2d_nearest_rounding(rounding):
+    A = te.placeholder((1, 1, 4, 6), name="A")
+    a = rand((1, 1, 4, 6))
+    rnd = {"floor": np.floor, "ceil": np.ceil, "round": lambda v: np.floor(v + 0.5),
+           "round_prefer_floor": lambda v: np.ceil(v - 0.5),
+           "round_prefer_ceil": lambda v: np.floor(v + 0.5)}[rounding]
+    ys = np.clip(rnd(np.arange(6, dtype="float32") * np.float32(4 / 6)).astype(int), 0, 3)
+    xs = np.clip(rnd(np.arange(9, dtype="float32") * np.float32(6 / 9)).astype(int), 0, 5)
+    out = topi.image.resize2d(A, None, (6, 9), method="nearest_neighbor",
+                              coordinate_transformation_mode="asymmetric",
+                              rounding_method=rounding)
+    verify([A], out, [a], a[:, :, ys][:, :, :, xs])

@@ -1,0 +1,74 @@
+"""Schedule dispatch (TVM's ``topi.generic``): the default schedule for any topi DAG.
+
+``schedule_default(outs)`` looks at the ops reachable from ``outs`` and schedules each
+anchor (the op that is not elementwise/broadcast/injective) with its x86 schedule, the
+simple ops being inlined or scheduled as injective outputs.  This is the fallback a
+model gets without tuning records.  The ``schedule_*`` names re-export the x86 ones so
+code written against TVM's ``topi.generic`` works unchanged.
+
+Invariant: the result is always a valid schedule of exactly ``outs`` (every op of the
+DAG is either inlined, attached by its anchor's schedule or computed at root).
+"""
+from __future__ import annotations
+
+from . import tag as _tag
+from .x86 import (schedule_adaptive_pool, schedule_batch_matmul, schedule_broadcast,  # noqa: F401
+                  schedule_concatenate, schedule_conv2d_nchw, schedule_conv2d_nhwc,
+                  schedule_conv2d_transpose_nchw, schedule_dense,
+                  schedule_depthwise_conv2d_nchw, schedule_elemwise, schedule_global_pool,
+                  schedule_group_conv2d_nchw, schedule_injective, schedule_layer_norm,
+                  schedule_log_softmax, schedule_matmul, schedule_pool, schedule_reduce,
+                  schedule_softmax)
+from .x86.conv2d import (schedule_conv2d_nchw_from_existing,
+                         schedule_conv2d_nhwc_from_existing,
+                         schedule_depthwise_conv2d_nchw_from_existing)
+from .x86.dense import schedule_gemm_from_existing
+from .x86.injective import schedule_injective_from_existing
+from .x86.pooling import schedule_pool_from_existing
+from .x86.reduction import schedule_reduce_from_existing
+from .x86.utils import as_list, epilogue_of, prepare
+
+_EXISTING = {
+    _tag.DENSE: schedule_gemm_from_existing, _tag.MATMUL: schedule_gemm_from_existing,
+    _tag.BATCH_MATMUL: schedule_gemm_from_existing,
+    _tag.CONV2D_NCHW: schedule_conv2d_nchw_from_existing,
+    _tag.GROUP_CONV2D_NCHW: schedule_conv2d_nchw_from_existing,
+    _tag.CONV2D_TRANSPOSE_NCHW: schedule_conv2d_nchw_from_existing,
+    _tag.CONV2D_NHWC: schedule_conv2d_nhwc_from_existing,
+    _tag.GROUP_CONV2D_NHWC: schedule_conv2d_nhwc_from_existing,
+    _tag.DEPTHWISE_CONV2D_NCHW: schedule_depthwise_conv2d_nchw_from_existing,
+    _tag.POOL_MAX: schedule_pool_from_existing, _tag.POOL_AVG: schedule_pool_from_existing,
+}
+_WHOLE = {_tag.SOFTMAX: schedule_softmax, _tag.LOG_SOFTMAX: schedule_softmax,
+          _tag.LAYER_NORM: schedule_layer_norm}
+
+
+def _kind(op) -> str:
+    return op.tag.split(",")[0]
+
+
+def schedule_default(outs):
+    """The default CPU schedule of the DAG producing ``outs`` (tensor or list)."""
+    outs = as_list(outs)
+    s, outs, ops = prepare(outs)
+    whole = [op for op in ops if _kind(op) in _WHOLE]
+    anchors = [op for op in ops if _kind(op) in _EXISTING]
+    if whole and not anchors and len(whole) == 1:
+        return _WHOLE[_kind(whole[0])](outs)
+    done = set()
+    for op in anchors:
+        epi = epilogue_of(s, op, outs)    # decided before the anchor's schedule runs
+        _EXISTING[_kind(op)](s, op, outs)
+        done.add(id(op))
+        if epi is not None:
+            done.add(id(epi))
+    out_ops = {id(t.op) for t in outs}
+    for op in ops:
+        if id(op) in done:
+            continue
+        if op.reduce_axis and _kind(op) not in _EXISTING:
+            schedule_reduce_from_existing(s, op.output(0))
+        elif id(op) in out_ops:
+            schedule_injective_from_existing(s, op.output(0))
+    return s
+

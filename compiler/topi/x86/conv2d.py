@@ -1,0 +1,207 @@
+"""Default CPU schedules of 2-D convolutions (NCHW, NHWC, grouped, depthwise, transposed).
+
+Direct convolution with a register tile of output values kept in a local accumulator
+(cache_write, or the conv itself when an elementwise epilogue is the tiled output):
+- NCHW (and grouped/transposed NCHW): tile = 4 output channels x 2 output rows x one
+  SIMD vector of output columns (8 accumulators, measured best on AVX2): the columns
+  are loaded straight from the padded input rows, the filter taps are scalar
+  broadcasts, the tile and the kernel width are unrolled.
+- NHWC: tile = OW_T columns x OC_T channels with the channels vectorized (the HWIO
+  filter row is contiguous), the input value broadcast: the GEMM micro-kernel shape.
+- depthwise NCHW: tile = OH_T rows x OW_T columns of one channel.
+Loop order walks output rows outermost (input rows stay in cache for every channel
+block); the parallel loop is rows (channels for depthwise, the batch when it is large),
+and the padding stage is computed per parallel iteration (scalar: see ``attach_pad``).
+
+Invariants: the parallel loop is one plain (unfused) loop, so the tile loops carry no
+div/mod index arithmetic; accumulator tiles use at most 8-12 vector registers; vector
+tiles divide the extent they split (a predicated vector loop would run scalar).
+"""
+from __future__ import annotations
+
+from ...te.tensor import ComputeOp
+from .. import tag as _tag
+from ..utils import const_tuple
+from .injective import schedule_injective_from_existing
+from .utils import attach_pad, epilogue_of, num_cores, pick_factor, prepare, vector_lanes
+
+_NCHW_TAGS = (_tag.CONV2D_NCHW, _tag.GROUP_CONV2D_NCHW, _tag.CONV2D_TRANSPOSE_NCHW)
+_NHWC_TAGS = (_tag.CONV2D_NHWC, _tag.GROUP_CONV2D_NHWC)
+
+
+def _kind(op) -> str:
+    return op.tag.split(",")[0] if isinstance(op, ComputeOp) else ""
+
+
+def _inputs_to_place(s, anchor):
+    """Pad/dilate and kernel-transform producers of ``anchor`` (not inlined by prepare)."""
+    pads, others = [], []
+    for t in anchor.input_tensors:
+        if isinstance(t.op, ComputeOp):
+            (pads if t.op.tag.startswith(_tag.INJECTIVE + ",") else others).append(t)
+    return pads, others
+
+
+def _acc_and_out(s, anchor, outs):
+    epi = epilogue_of(s, anchor, outs)
+    c = anchor.output(0)
+    if epi is None:
+        return s.cache_write(c, "local"), c
+    return c, epi.output(0)
+
+
+def _col_tile(ow: int, lanes: int) -> int:
+    """Vector length along the output width: the largest divisor of the width up to one
+    SIMD vector (a predicated tail would make the whole vector loop scalar, and 14-lane
+    vectors measured 2x slower than 7 lanes x 2 rows); a short prime width is one vector.
+    """
+    best = next(f for f in range(min(lanes, ow), 0, -1) if ow % f == 0)
+    return ow if best < lanes // 2 and ow <= 2 * lanes else best
+
+
+def _root_pad(s, pads):
+    for p in pads:
+        s[p].compute_root()
+        schedule_injective_from_existing(s, p)
+
+
+def schedule_conv2d_nchw_from_existing(s, anchor, outs):
+    """Direct NCHW convolution schedule for ``anchor`` (conv2d/group/transpose NCHW)."""
+    lanes = vector_lanes(anchor.output_dtype(0))
+    pads, others = _inputs_to_place(s, anchor)
+    for t in others:
+        s[t].compute_inline()      # kernel_transform: pure index remapping of the filter
+    n, oc, oh, ow = const_tuple(anchor.output_shape(0))
+    acc, out = _acc_and_out(s, anchor, outs)
+    ow_t = _col_tile(ow, lanes)
+    vecs = -(-ow_t // lanes)
+    # 8 accumulator vectors: 4 channels x 2 rows x 1 vector measured best (each
+    # broadcast filter tap feeds 2 rows, each input vector 4 channels)
+    oh_t = 2 if vecs == 1 and oh % 2 == 0 else 1
+    oc_t = pick_factor(oc, [f for f in (4, 8, 2, 6, 3, 1) if f * oh_t * vecs <= 8])
+    st = s[out]
+    b, f, y, x = st.op.axis
+    fo, fi = st.split(f, factor=oc_t)
+    yo, yi = st.split(y, factor=oh_t)
+    xo, xi = st.split(x, factor=ow_t)
+    st.reorder(b, yo, fo, xo, fi, yi, xi)
+    if n >= 2 * num_cores():
+        st.parallel(b)
+    elif yo.dom.extent.value > 1:
+        st.parallel(yo)
+    st.vectorize(xi)
+    s[acc].compute_at(st, xo)
+    a = s[acc]
+    ab, af, ay, ax = a.op.axis
+    rc, ry, rx = a.op.reduce_axis
+    a.reorder(ab, rc, ry, rx, af, ay, ax)
+    a.unroll(rx)
+    a.unroll(af)
+    a.unroll(ay)
+    a.vectorize(ax)
+    if pads and n == 1 and yo.dom.extent.value > 1:
+        attach_pad(s, pads[0], st, yo)     # the input rows of one row tile, per thread
+    else:
+        _root_pad(s, pads)
+    return s
+
+
+def schedule_conv2d_nhwc_from_existing(s, anchor, outs):
+    """Direct NHWC convolution schedule (channels vectorized) for ``anchor``."""
+    lanes = vector_lanes(anchor.output_dtype(0))
+    pads, _ = _inputs_to_place(s, anchor)
+    n, oh, ow, oc = const_tuple(anchor.output_shape(0))
+    acc, out = _acc_and_out(s, anchor, outs)
+    oc_t = pick_factor(oc, (2 * lanes, lanes, 12, 8, 6, 4, 3, 2))
+    vecs = -(-oc_t // lanes)
+    ow_t = pick_factor(ow, [w for w in (6, 4, 7, 5, 3, 2, 1) if w * vecs <= 12])
+    st = s[out]
+    b, y, x, f = st.op.axis
+    xo, xi = st.split(x, factor=ow_t)
+    fo, fi = st.split(f, factor=oc_t)
+    st.reorder(b, y, xo, fo, xi, fi)
+    if n >= 2 * num_cores():
+        st.parallel(b)
+    elif oh > 1:
+        st.parallel(y)
+    st.vectorize(fi)
+    s[acc].compute_at(st, fo)
+    a = s[acc]
+    ab, ay, ax, af = a.op.axis
+    ry, rx, rc = a.op.reduce_axis
+    a.reorder(ab, ay, ry, rx, rc, ax, af)
+    a.unroll(ax)
+    a.vectorize(af)
+    if pads and n == 1 and oh > 1:
+        attach_pad(s, pads[0], st, y)
+    else:
+        _root_pad(s, pads)
+    return s
+
+
+def schedule_depthwise_conv2d_nchw_from_existing(s, anchor, outs):
+    """Depthwise NCHW schedule: per channel, OH_T x OW_T tiles of vector accumulators."""
+    lanes = vector_lanes(anchor.output_dtype(0))
+    pads, _ = _inputs_to_place(s, anchor)
+    n, c, oh, ow = const_tuple(anchor.output_shape(0))
+    acc, out = _acc_and_out(s, anchor, outs)
+    ow_t = _col_tile(ow, lanes)
+    vecs = -(-ow_t // lanes)
+    oh_t = pick_factor(oh, [h for h in (4, 3, 2, 1) if h * vecs <= 8])
+    st = s[out]
+    b, f, y, x = st.op.axis
+    yo, yi = st.split(y, factor=oh_t)
+    xo, xi = st.split(x, factor=ow_t)
+    st.reorder(b, f, yo, xo, yi, xi)
+    if n >= 2 * num_cores():
+        st.parallel(b)
+    elif c > 1:
+        st.parallel(f)
+    st.vectorize(xi)
+    s[acc].compute_at(st, xo)
+    a = s[acc]
+    ab, af, ay, ax = a.op.axis
+    ry, rx = a.op.reduce_axis
+    a.reorder(ab, af, ry, rx, ay, ax)
+    a.unroll(ry)
+    a.unroll(rx)
+    a.unroll(ay)
+    a.vectorize(ax)
+    mult = c // const_tuple(pads[0].shape)[1] if pads else 1
+    if pads and n == 1 and mult == 1:
+        attach_pad(s, pads[0], st, f)      # one padded channel plane per iteration
+    else:
+        _root_pad(s, pads)
+    return s
+
+
+def _schedule(outs, kinds, fn):
+    s, outs, ops = prepare(outs)
+    for op in ops:
+        if _kind(op) in kinds:
+            fn(s, op, outs)
+    return s
+
+
+def schedule_conv2d_nchw(outs):
+    """Schedule ``nn.conv2d_nchw`` / group conv NCHW and their elementwise consumers."""
+    return _schedule(outs, _NCHW_TAGS, schedule_conv2d_nchw_from_existing)
+
+
+def schedule_conv2d_nhwc(outs):
+    """Schedule ``nn.conv2d_nhwc`` / group conv NHWC and their elementwise consumers."""
+    return _schedule(outs, _NHWC_TAGS, schedule_conv2d_nhwc_from_existing)
+
+
+def schedule_depthwise_conv2d_nchw(outs):
+    """Schedule ``nn.depthwise_conv2d_nchw`` and its elementwise consumers."""
+    return _schedule(outs, (_tag.DEPTHWISE_CONV2D_NCHW,),
+                     schedule_depthwise_conv2d_nchw_from_existing)
+
+
+def schedule_conv2d_transpose_nchw(outs):
+    """Schedule ``nn.conv2d_transpose_nchw`` and its elementwise consumers."""
+    return _schedule(outs, (_tag.CONV2D_TRANSPOSE_NCHW,), schedule_conv2d_nchw_from_existing)
+
+
+schedule_group_conv2d_nchw = schedule_conv2d_nchw
