@@ -19,6 +19,7 @@ import time
 
 from . import catalog
 from .builder import LocalBuilder
+from .cost_model import RandomModel, XGBModel
 from .errors import AutoSchedError
 from .measure import RecordToFile
 from .runner import LocalRunner
@@ -45,6 +46,10 @@ def parse_args(argv):
     p.add_argument("--runner-repeat", type=int, default=1)
     p.add_argument("--min-repeat-ms", type=int, default=0)
     p.add_argument("--timeout", type=float, default=10.0, help="run timeout per candidate (s)")
+    p.add_argument("--model", choices=("xgb", "random"), default="xgb",
+                   help="cost model guiding the search (default: xgb)")
+    p.add_argument("--pretrained", default=None,
+                   help="warm the xgb model from an older log (any workloads)")
     p.add_argument("--list", action="store_true", help="list built-in workloads and exit")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args(argv)
@@ -100,12 +105,23 @@ class Progress:
         sys.stderr.flush()
 
 
+def make_model(ns):
+    if ns.model == "random":
+        return RandomModel(ns.seed)
+    model = XGBModel(seed=ns.seed)
+    if ns.pretrained:
+        n = model.update_from_file(ns.pretrained)
+        if not ns.quiet:
+            print(f"Pre-trained the cost model on {n} records of {ns.pretrained}")
+    return model
+
+
 def resume_command(ns, log: str) -> str:
     parts = ["tune", ns.workload]
     if ns.args:
         parts += ["--args", *ns.args]
     parts += ["--trials", str(ns.trials), "--log", log, "--target", ns.target,
-              "--seed", str(ns.seed)]
+              "--seed", str(ns.seed), "--model", ns.model]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -133,7 +149,8 @@ def main(argv=None) -> int:
                            repeat=ns.runner_repeat, min_repeat_ms=ns.min_repeat_ms),
         progress_callback=Progress(task, ns.trials, ns.quiet))
     try:
-        stats = task.tune(opts, SketchPolicy(task, seed=ns.seed, verbose=0))
+        model = make_model(ns)
+        stats = task.tune(opts, SketchPolicy(task, model, seed=ns.seed, verbose=0))
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         print(f"Interrupted. Every finished measurement is in {log}.\nResume with:\n  "

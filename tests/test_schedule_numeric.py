@@ -268,3 +268,29 @@ def test_compute_at_then_split_and_fuse_target_axis():
     s[C].fuse(ii, j)                   # ... then the fused axis
     a = rand((12, 10))
     np.testing.assert_allclose(run(s, [A, C], [a]), (a + 1) * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("width", [8, 9, 10, 18])
+def test_vectorized_padding_inside_parallel_loop(width):
+    """Regression: masked loads of non-power-of-two vectors were miscompiled by LLVM
+    inside parallel loops; such if_then_else loads now branch instead."""
+    h = w = width
+    X = te.placeholder((1, 2, h - 4, w - 4), name="X")
+    P = te.compute((1, 2, h, w), lambda b, c, y, x: te.if_then_else(
+        te.all(y >= 2, y < h - 2, x >= 2, x < w - 2), X[b, c, y - 2, x - 2],
+        tir.const(0.0, "float32")), name="P")
+    rc = te.reduce_axis((0, 2), name="rc")
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    out = te.compute((1, 1, h - 2, w - 2), lambda b, o, y, x: te.sum(
+        P[b, rc, y + ry, x + rx], axis=[rc, ry, rx]), name="out")
+    s = te.create_schedule(out.op)
+    y = out.op.axis[2]
+    s[P].compute_at(s[out], y)
+    s[P].vectorize(s[P].op.axis[-1])
+    s[out].parallel(y)
+    x = rand((1, 2, h - 4, w - 4))
+    xp = np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)))
+    ref = sum(xp[:, c:c + 1, i:i + h - 2, j:j + w - 2] for c in range(2) for i in range(3)
+              for j in range(3))
+    np.testing.assert_allclose(run(s, [X, out], [x]), ref, rtol=1e-5)

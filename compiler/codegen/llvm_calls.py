@@ -157,6 +157,10 @@ class CallMixin:
                                f"match value dtype {d}")
         c = self.expr(cond)
         n = dt.lanes(d)
+        if n & (n - 1):
+            # LLVM 22 miscompiles masked loads of non-power-of-two vectors (e.g. v10f32)
+            # in some contexts (seen inside parallel loops); branch per lane group instead.
+            return self._vector_branches(c, a, b, d)
         sa, sb = _speculation(a, n), _speculation(b, n)
         if sb == "safe" and sa == "masked" and type(a) is BufferLoad and a.dtype == d:
             return self.vector_load(a, c, self.expr_as(b, d))   # masked-off lanes = b
