@@ -7,7 +7,7 @@ from records import load_best_record as _load_best_record
 
 from .builder import LocalBuilder
 from .compute_dag import ComputeDAG
-from .cost_model import RandomModel
+from .cost_model import RandomModel, XGBModel
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
 from .measure import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
                       ProgramMeasurer, RecordToFile)
@@ -27,7 +27,7 @@ def load_best_record(log_file: str, workload_key: str, target=None):
 
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
-           "SketchPolicy", "SearchParams", "RandomModel", "LocalBuilder", "LocalRunner",
+           "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder", "LocalRunner",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "AutoSchedError", "InvalidStepError", "WorkloadError"]

@@ -1,12 +1,50 @@
 """Cost models that score States for the search (higher score = predicted faster).
 
-``RandomModel`` gives uniform random scores from its own seeded generator; it is the
-baseline the learned model is compared against.  Every model has the same interface:
-``update(inputs, results)`` after measurements and ``predict(task, states)``.
+Every model has the same interface: ``update(inputs, results)`` after measurements and
+``predict(task, states) -> list[float]``.
+
+- ``RandomModel``: uniform random scores from its own seeded generator (the baseline).
+- ``XGBModel``: gradient-boosted trees over the per-store rows of ``autosched.features``
+  with a pack-sum objective, as TVM's auto-scheduler XGBModel: a program's score is the
+  sum of its rows' outputs, trained by squared error of that sum against the program's
+  normalized throughput ``best cost of its workload / its cost`` (0 for failed
+  measurements).  Gradient and hessian of a program's error go to each of its rows,
+  scaled by the program's weight ``max(label, min_weight)``: like TVM the loss focuses on
+  fast programs (the ones the search must rank right), and unlike TVM slow or failed
+  programs keep a small weight, so the trees cannot score them arbitrarily high.
+
+Invariants: before ``num_warmup_sample`` records (and with no loaded booster) XGBModel
+returns seeded random scores; it retrains from scratch on all its records at every
+``update``; all randomness is seeded; ``save``/``load`` use one JSON document (xgboost's
+JSON model plus a header with ``FEATURE_VERSION`` and the feature count) and ``load``
+refuses a file made with other features.  No pickle anywhere.
 """
 from __future__ import annotations
 
+import json
 import random
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import xgboost as xgb
+
+from compiler.errors import CompilerError
+from records import load_records
+
+from . import serialize
+from .errors import AutoSchedError, InvalidStepError, WorkloadError
+from .features import FEATURE_NAMES, FEATURE_VERSION, FeatureConfig, FeatureError, \
+    FeatureExtractor
+
+MODEL_FORMAT = "autosched.XGBModel"
+
+
+class CostModelError(AutoSchedError):
+    """A cost model cannot do what was asked (e.g. save before training)."""
+
+
+class FeatureVersionError(CostModelError):
+    """A saved model was trained on features this build does not compute."""
 
 
 class CostModel:
@@ -23,3 +61,214 @@ class RandomModel(CostModel):
 
     def predict(self, task, states) -> list:
         return [self.rng.random() for _ in states]
+
+
+# ---------------------------------------------------------------------- pack-sum objective
+def pack_ids(counts) -> np.ndarray:
+    """Program index of every row, for programs with ``counts[i]`` rows each."""
+    return np.repeat(np.arange(len(counts)), counts)
+
+
+def pack_sum(row_values, ids, n_programs: int) -> np.ndarray:
+    """Per-program sums of row values."""
+    return np.bincount(ids, weights=row_values, minlength=n_programs)
+
+
+def pack_sum_square_error(preds, ids, labels, weights):
+    """(gradient, hessian) per row of ``sum_rows(pred) - label`` squared, weighted per
+    program: every row of program p gets ``w_p * (P_p - y_p)`` and ``w_p``."""
+    total = pack_sum(preds, ids, len(labels))
+    w = weights[ids]
+    return (total - labels)[ids] * w, w
+
+
+@dataclass(frozen=True)
+class XGBParams:
+    """Training configuration of ``XGBModel`` (kept small: training runs every round)."""
+    max_depth: int = 6
+    eta: float = 0.2
+    gamma: float = 0.001
+    min_child_weight: float = 0.0
+    max_bin: int = 64
+    num_boost_round: int = 60
+    nthread: int = 1
+    num_warmup_sample: int = 100
+    min_weight: float = 0.05
+
+
+class _Record:
+    __slots__ = ("key", "rows", "cost")
+
+    def __init__(self, key, rows, cost):
+        self.key, self.rows, self.cost = key, rows, cost   # cost None = failed
+
+
+class XGBModel(CostModel):
+    """Learned cost model (see the module docstring)."""
+
+    def __init__(self, params: XGBParams | None = None, seed: int = 0,
+                 feature_config: FeatureConfig | None = None):
+        self.params = params or XGBParams()
+        self.seed = seed
+        self.extractor = FeatureExtractor(feature_config)
+        self.booster = None
+        self._records: list = []
+        self._rng = np.random.default_rng(seed)
+
+    @property
+    def num_records(self) -> int:
+        return len(self._records)
+
+    # ------------------------------------------------------------------ data
+    def _featurize(self, states) -> list:
+        """Feature matrices of ``states`` in one batch; None for a state that cannot be
+        featurized (e.g. a sketch)."""
+        try:
+            return self.extractor.featurize_many(states)
+        except FeatureError:
+            out = []
+            for st in states:
+                try:
+                    out.append(self.extractor.featurize(st))
+                except FeatureError:
+                    out.append(None)
+            return out
+
+    def _add(self, key, states, costs) -> None:
+        """Featurize and store measured states (cost None for failures)."""
+        for rows, cost in zip(self._featurize(states), costs):
+            if rows is not None:
+                self._records.append(_Record(key, rows, cost))
+
+    def update(self, inputs, results) -> None:
+        by_task: dict = {}
+        for inp, res in zip(inputs, results):
+            ok = res.error_no == 0 and res.costs
+            key = (inp.task.workload_key, str(inp.task.target))
+            by_task.setdefault(key, ([], []))
+            by_task[key][0].append(inp.state)
+            by_task[key][1].append(sum(res.costs) / len(res.costs) if ok else None)
+        for key, (states, costs) in by_task.items():
+            self._add(key, states, costs)
+        if self.num_records >= self.params.num_warmup_sample:
+            self.train()
+
+    def update_from_file(self, log: str) -> int:
+        """Pre-train from a tuning log; returns the number of records used.  Records of
+        unknown workloads or whose steps no longer apply are skipped."""
+        tasks: dict = {}
+        by_task: dict = {}
+        for rec in load_records(log):
+            key = (rec.input.workload_key, rec.input.target)
+            try:
+                task = tasks.get(key)
+                if task is None:
+                    task = tasks[key] = SearchTask(workload_key=key[0], target=key[1])
+                state = serialize.state_from_record(task, rec)
+            except (WorkloadError, InvalidStepError, CompilerError):
+                continue
+            r = rec.result
+            ok = r.error_no == 0 and r.costs
+            states, costs = by_task.setdefault((task.workload_key, str(task.target)), ([], []))
+            states.append(state)
+            costs.append(sum(r.costs) / len(r.costs) if ok else None)
+        before = self.num_records
+        for key, (states, costs) in by_task.items():
+            self._add(key, states, costs)
+        used = self.num_records - before
+        if used:
+            self.train()   # an explicit pre-training request: no warm-up
+        return used
+
+    def dataset(self):
+        """(rows X, program ids, labels, weights) of all records."""
+        best: dict = {}
+        for r in self._records:
+            if r.cost is not None and r.cost > 0:
+                best[r.key] = min(best.get(r.key, r.cost), r.cost)
+        labels = np.array([best[r.key] / r.cost if r.cost is not None and r.cost > 0
+                           else 0.0 for r in self._records])
+        weights = np.maximum(labels, self.params.min_weight)
+        X = np.concatenate([r.rows for r in self._records])
+        ids = pack_ids([len(r.rows) for r in self._records])
+        return X, ids, labels, weights
+
+    # ------------------------------------------------------------------ training
+    def _xgb_params(self) -> dict:
+        p = self.params
+        return {"max_depth": p.max_depth, "eta": p.eta, "gamma": p.gamma,
+                "min_child_weight": p.min_child_weight, "max_bin": p.max_bin,
+                "nthread": p.nthread,
+                "seed": self.seed, "verbosity": 0, "tree_method": "hist",
+                "base_score": 0.0, "disable_default_eval_metric": 1}
+
+    def train(self) -> None:
+        """Retrain from scratch on every record."""
+        if not self._records:
+            raise CostModelError("XGBModel.train: no records to learn from")
+        X, ids, labels, weights = self.dataset()
+        dtrain = xgb.DMatrix(X, feature_names=None)
+
+        def objective(preds, _dtrain):
+            return pack_sum_square_error(preds, ids, labels, weights)
+
+        self.booster = xgb.train(self._xgb_params(), dtrain, self.params.num_boost_round,
+                                 obj=objective)
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, task, states) -> list:
+        states = list(states)
+        if not states:
+            return []
+        if self.booster is None:
+            return self._rng.random(len(states)).tolist()
+        feats = self._featurize(states)
+        rows = [r for r in feats if r is not None]
+        bad = [i for i, r in enumerate(feats) if r is None]
+        scores = self.predict_rows(rows).tolist() if rows else []
+        if bad:
+            low = min(scores, default=0.0) - 1.0
+            for i in bad:
+                scores.insert(i, low)
+        return scores
+
+    def predict_rows(self, rows) -> np.ndarray:
+        """Program scores for a list of feature matrices (one per program)."""
+        X = np.concatenate(rows)
+        preds = self.booster.inplace_predict(X)
+        return pack_sum(preds, pack_ids([len(r) for r in rows]), len(rows))
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str) -> None:
+        if self.booster is None:
+            raise CostModelError("XGBModel.save: the model has not been trained yet")
+        doc = {"format": MODEL_FORMAT, "feature_version": FEATURE_VERSION,
+               "n_features": len(FEATURE_NAMES), "params": asdict(self.params),
+               "seed": self.seed, "n_records": self.num_records,
+               "booster": json.loads(bytes(self.booster.save_raw("json")))}
+        with open(path, "w") as f:
+            json.dump(doc, f)
+
+    def load(self, path: str) -> None:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as err:
+            raise CostModelError(f"XGBModel.load: cannot read {path}: {err}") from None
+        if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+            raise CostModelError(f"XGBModel.load: {path} is not an {MODEL_FORMAT} file")
+        version, n = doc.get("feature_version"), doc.get("n_features")
+        if version != FEATURE_VERSION or n != len(FEATURE_NAMES):
+            raise FeatureVersionError(
+                f"XGBModel.load: {path} was trained on feature version {version!r} "
+                f"({n} features) but this build computes version {FEATURE_VERSION!r} "
+                f"({len(FEATURE_NAMES)} features); retrain it, e.g. with "
+                "XGBModel().update_from_file(<tuning log>)")
+        booster = xgb.Booster()
+        booster.load_model(bytearray(json.dumps(doc["booster"]).encode()))
+        booster.set_param({"nthread": self.params.nthread})
+        self.booster = booster
+
+
+# Imported last: ``task`` pulls in the tuning loop, which imports this module's models.
+from .task import SearchTask  # noqa: E402

@@ -13,7 +13,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from .cost_model import RandomModel
+from .cost_model import XGBModel
 from .errors import InvalidStepError
 from .init_rules import sample_state
 from .measure import MeasureInput
@@ -37,7 +37,7 @@ class SketchPolicy:
     def __init__(self, task, program_cost_model=None, params: SearchParams | None = None,
                  seed: int = 0, verbose: int = 1):
         self.task = task
-        self.model = program_cost_model or RandomModel(seed)
+        self.model = program_cost_model or XGBModel(seed=seed)
         self.params = params or SearchParams()
         self.seed = seed
         self.rng = random.Random(seed)

@@ -1,0 +1,423 @@
+"""Per-store program features for the learned cost model (Ansor's per-store features).
+
+Role: ``FeatureExtractor.featurize(state)`` turns a State into a float32 matrix with one
+row per buffer store of the program it lowers to -- one per computed (non-inlined)
+stage, in stage order -- and ``FEATURE_NAMES`` columns.  ``FEATURE_NAMES`` is the single
+source of truth: the row length, the log-scaled columns and ``FEATURE_VERSION`` (a
+revision number plus a hash of the names) all derive from it.
+
+Groups (per row):
+1. compute: Ansor's 16 op counts (float/int mad, add/sub, mul, div/mod, compare, math
+   and other calls, bool, select) per innermost iteration times the loops' product;
+2. vectorize / unroll / parallel: number, product and innermost length of such loops and
+   the innermost one's position (spatial/reduce, inner/middle/outer, mixed; one-hot).
+   Unrolled loops include those ``auto_unroll_max_step`` unrolls (emulated like
+   ``compiler.passes.unroll``: innermost first while extent x steps <= max step,
+   vectorized loops count as one step);
+3. the top ``N_BUFFERS`` buffers (the output, then reads by tensor size): access type,
+   bytes, unique bytes, cache lines, unique lines, reuse type (loop / serial / none),
+   reuse distance in iterations and bytes, reuse count, the four "/ reuse count"
+   ratios and the innermost loop's stride in elements;
+4. the arithmetic-intensity curve: log2(flops / bytes touched) sampled at 10 points of
+   log2(flops) going from the innermost loop outwards;
+5. allocation (intermediate buffers): bytes, and loop products outside/inside it;
+6. outer scope: product and number of loops, auto_unroll_max_step, and (not in Ansor)
+   ``parallel_launches``: how many times the parallel loop is entered (the product of
+   the loops around it; a parallel loop under serial loops pays a fork/join each time).
+
+Approximations (documented; see ``feature_nest`` for the loop model): features come from
+the State's loop structure, not from the lowered TIR: loops of extent 1 are dropped as
+lowering does; a touched region is a box whose side along a buffer dimension is
+``sum |coef| * span + 1`` over the loops inside a level (overlapping windows, e.g. conv,
+are exact; gathers are overestimated); a loop "changes" an access when it moves any of
+its dimensions; the reduction's init store is not a separate row; index arithmetic is
+counted from the te expressions, not from the flattened indices.  All count-like values
+are log-scaled with ``slog(x) = sign(x) * log2(1 + |x|)``; one-hot columns and the
+intensity curve (already a log) are kept as they are.
+
+Invariants: featurization is deterministic and pure (the same State always gives the
+same bytes); results are memoized per (DAG, printed State) in a bounded LRU.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from . import state as S
+from .errors import AutoSchedError
+from .feature_body import COUNT_NAMES, row_major_strides
+from .feature_nest import build_nests
+
+N_BUFFERS = 5
+CURVE_POINTS = 10
+POS_NAMES = ("none", "inner_spatial", "middle_spatial", "outer_spatial", "inner_reduce",
+             "middle_reduce", "outer_reduce", "mixed")
+ANN_GROUPS = ("vec", "unroll", "parallel")
+BUFFER_FIELDS = ("acc_read", "acc_write", "acc_readwrite", "bytes", "unique_bytes", "lines",
+                 "unique_lines", "reuse_loop", "reuse_serial", "reuse_none", "reuse_dis_iter",
+                 "reuse_dis_bytes", "reuse_ct", "bytes_d_reuse_ct", "unique_bytes_d_reuse_ct",
+                 "lines_d_reuse_ct", "unique_lines_d_reuse_ct", "stride")
+TAIL_NAMES = ("alloc_size", "alloc_prod", "alloc_outer_prod", "alloc_inner_prod",
+              "outer_prod", "num_loops", "auto_unroll_max_step", "parallel_launches")
+MAX_UNROLL_DEPTH = 8
+_REVISION = 1
+
+
+def _feature_names() -> tuple:
+    names = list(COUNT_NAMES)
+    for g in ANN_GROUPS:
+        names += [f"{g}_num", f"{g}_prod", f"{g}_len"] + [f"{g}_pos_{p}" for p in POS_NAMES]
+    for b in range(N_BUFFERS):
+        names += [f"buf{b}_{f}" for f in BUFFER_FIELDS]
+    names += [f"arith_intensity_{i}" for i in range(CURVE_POINTS)]
+    return tuple(names + list(TAIL_NAMES))
+
+
+FEATURE_NAMES = _feature_names()
+FEATURE_VERSION = (f"{_REVISION}-"
+                   f"{hashlib.sha1(' '.join(FEATURE_NAMES).encode()).hexdigest()[:10]}")
+_COL = {n: k for k, n in enumerate(FEATURE_NAMES)}
+_ONE_HOT_FIELDS = ("acc_read", "acc_write", "acc_readwrite", "reuse_loop", "reuse_serial",
+                   "reuse_none")
+
+
+def _is_raw(name: str) -> bool:
+    """One-hot columns and the intensity curve are not log-scaled."""
+    field = name.split("_", 1)[1] if name.startswith("buf") else name
+    return "_pos_" in name or field in _ONE_HOT_FIELDS or name.startswith("arith_intensity")
+
+
+_RAW = np.array([_is_raw(n) for n in FEATURE_NAMES])
+_LOG = ~_RAW
+_BUF0 = _COL["buf0_acc_read"]
+_NBF = len(BUFFER_FIELDS)
+_BF = {n: k for k, n in enumerate(BUFFER_FIELDS)}
+_BYTES, _UBYTES, _LINES, _ULINES = (_BF[n] for n in ("bytes", "unique_bytes", "lines",
+                                                    "unique_lines"))
+_CURVE0 = _COL["arith_intensity_0"]
+_TAIL0 = _COL[TAIL_NAMES[0]]
+_FLOAT_OPS = slice(0, 7)
+
+
+class FeatureError(AutoSchedError):
+    """A State cannot be featurized (e.g. a sketch whose split lengths are unknown)."""
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    cache_line_bytes: int = 64
+    cache_size: int = 8192        # memoized states (LRU)
+
+
+def slog(x):
+    """Shifted, signed log: ``sign(x) * log2(1 + |x|)`` (0 stays 0)."""
+    return np.sign(x) * np.log2(1.0 + np.abs(x))
+
+
+# ---------------------------------------------------------------------- per-row prep
+def _unrolled(ext, ann, n_outer, max_step) -> list:
+    """Own loops (indices) explicitly unrolled or unrolled by auto_unroll_max_step."""
+    out, steps, depth = [], 1, 0
+    for l in range(len(ext) - 1, n_outer - 1, -1):
+        a = ann[l]
+        if a == S.ANN_VECTORIZE:
+            continue
+        if a == S.ANN_UNROLL or (a == S.ANN_NONE and depth <= MAX_UNROLL_DEPTH
+                                 and ext[l] * steps <= max_step):
+            out.append(l)
+            steps *= ext[l]
+            depth += 1
+        else:
+            break
+    return out
+
+
+def _annotation_block(row, group, loops, ext, pos) -> None:
+    base = _COL[f"{group}_num"]
+    if not loops:
+        row[base + 3] = 1.0
+        return
+    inner = max(loops)
+    row[base] = len(loops)
+    row[base + 1] = prod(ext[l] for l in loops)
+    row[base + 2] = ext[inner]
+    row[base + 3 + pos[inner]] = 1.0
+
+
+class _Row:
+    """One store's loops with extent-1 loops dropped, plus its scalar features.
+
+    ``shape``/``strides`` are set only when an accessed buffer is an attached stage's
+    (bound-shrunk) buffer; otherwise the op's static arrays apply.
+    """
+    __slots__ = ("nest", "keep", "ext", "shape", "strides")
+
+    def __init__(self, nest, shapes, is_output, out):
+        self.nest = nest
+        info = nest.info
+        ne = nest.ext
+        keep = [l for l in range(len(ne)) if ne[l] > 1]
+        ext = [ne[l] for l in keep]
+        ann = [nest.ann[l] for l in keep]
+        pos = [nest.pos[l] for l in keep]
+        n_outer = sum(1 for l in keep if l < nest.n_outer)
+        self.keep, self.ext = keep, ext
+        p = float(prod(ext))
+        out[:len(COUNT_NAMES)] = info.counts * p
+        own = range(n_outer, len(ext))
+        _annotation_block(out, "vec", [l for l in own if ann[l] == S.ANN_VECTORIZE], ext, pos)
+        _annotation_block(out, "unroll", _unrolled(ext, ann, n_outer, nest.max_unroll), ext,
+                          pos)
+        par = [l for l in range(len(ext)) if ann[l] == S.ANN_PARALLEL]
+        _annotation_block(out, "parallel", par, ext, pos)
+        outer = float(prod(ext[:n_outer]))
+        if not is_output:
+            elems = float(prod(nest.root_ext[:info.n_spatial]))
+            out[_TAIL0:_TAIL0 + 4] = (elems * info.out_bytes, elems * outer, outer, p / outer)
+        out[_TAIL0 + 4:_TAIL0 + 8] = (p, len(ext), nest.max_unroll,
+                                      float(prod(ext[:par[0]])) if par else 0.0)
+        self.shape = self.strides = None
+        if shapes and any(a.tensor in shapes for a in info.accesses):
+            self.shape, self.strides = [], []
+            for a in info.accesses:
+                sh = shapes.get(a.tensor, a.shape)
+                self.shape.extend(sh)
+                self.strides.extend(row_major_strides(sh))
+
+
+# ---------------------------------------------------------------------- batched arrays
+class _Batch:
+    """Rows padded to common sizes: loops at the front (ext 1), dims/buffers at the end.
+    Rows of the same op share their static arrays, filled once per op."""
+
+    def __init__(self, rows):
+        N = len(rows)
+        self.L = L = max([len(r.ext) for r in rows] + [1])
+        R = max(r.nest.info.n_root for r in rows)
+        D = max([len(r.nest.info.shape) for r in rows] + [1])
+        B = max([len(r.nest.info.accesses) for r in rows] + [1])
+        self.ext = np.ones((N, L))
+        self.real = np.zeros((N, L), dtype=bool)
+        self.span, self.step = np.zeros((N, L, R)), np.zeros((N, L, R))
+        self.A = np.zeros((N, D, R))
+        self.shape, self.spread, self.strides = np.ones((N, D)), np.zeros((N, D)), \
+            np.zeros((N, D))
+        self.member = np.zeros((N, D, B))
+        self.eb, self.nt = np.ones((N, B)), np.zeros((N, B))
+        self.kind, self.last = np.full((N, B), -1), np.zeros((N, B), dtype=int)
+        groups: dict = {}
+        for i, r in enumerate(rows):
+            groups.setdefault(id(r.nest.info), []).append(i)
+        for idxs in groups.values():
+            self._fill_group(rows, idxs, L)
+        for i, r in enumerate(rows):
+            if r.shape is not None:
+                self.shape[i, :len(r.shape)] = r.shape
+                self.strides[i, :len(r.shape)] = r.strides
+
+    def _fill_group(self, rows, idxs, L) -> None:
+        info = rows[idxs[0]].nest.info
+        ix = np.array(idxs)[:, None]
+        d, b, R = len(info.shape), len(info.accesses), info.n_root
+        self.A[ix, :d, :R] = info.A
+        self.shape[ix, :d], self.strides[ix, :d] = info.shape, info.strides
+        self.spread[ix, :d] = info.spread
+        self.member[ix, :d, :b] = info.member
+        self.eb[ix, :b], self.nt[ix, :b] = info.elem_bytes, info.n_tuples
+        self.kind[ix, :b], self.last[ix, :b] = info.kind, info.last_dim
+        grp = [rows[i] for i in idxs if rows[i].ext]
+        if not grp:
+            return
+        ri = np.repeat([i for i in idxs if rows[i].ext], [len(r.ext) for r in grp])
+        li = np.concatenate([np.arange(L - len(r.ext), L) for r in grp])
+        self.ext[ri, li] = np.concatenate([r.ext for r in grp])
+        self.real[ri, li] = True
+        self.span[ri, li, :R] = np.concatenate([r.nest.span[r.keep] for r in grp])
+        self.step[ri, li, :R] = np.concatenate([r.nest.step[r.keep] for r in grp])
+
+
+def _last_true(mask):
+    """Index of the last True along axis 1 (shape (N, L, B)) and whether there is one."""
+    L = mask.shape[1]
+    return L - 1 - np.argmax(mask[:, ::-1], axis=1), mask.any(axis=1)
+
+
+def _take(arr, idx):
+    """arr (N, K, B) at per-(row, buffer) level idx (N, B)."""
+    return np.take_along_axis(arr, idx[:, None, :], axis=1)[:, 0, :]
+
+
+def _buffer_features(bt, line_bytes):
+    """(features (N, B, fields), bytes touched per level (N, L+1))."""
+    N, L = bt.ext.shape
+    g_span = bt.span @ np.abs(bt.A).transpose(0, 2, 1)              # (N, L, D)
+    cum = np.concatenate([np.cumsum(g_span[:, ::-1], axis=1)[:, ::-1],
+                          np.zeros((N, 1, g_span.shape[2]))], axis=1)
+    reg = np.minimum(cum + bt.spread[:, None] + 1.0, np.maximum(bt.shape, 1.0)[:, None])
+    touched = np.rint(np.exp(np.log(reg) @ bt.member))                # (N, L+1, B)
+    moves = (g_span @ bt.member) > 0
+    stride = (np.abs(bt.step @ bt.A.transpose(0, 2, 1)) * bt.strides[:, None]) @ bt.member
+    level_bytes = np.einsum("nkb,nb->nk", touched, bt.eb * (bt.kind >= 0))
+    suffix = np.concatenate([np.cumprod(bt.ext[:, ::-1], axis=1)[:, ::-1],
+                             np.ones((N, 1))], axis=1)
+    prod_all = suffix[:, :1]
+    f = np.zeros((N, bt.eb.shape[1], _NBF))
+    for k, name in enumerate(("acc_read", "acc_write", "acc_readwrite")):
+        f[..., _BF[name]] = bt.kind == k
+    f[..., _BYTES] = prod_all * bt.eb * bt.nt
+    f[..., _UBYTES] = touched[:, 0] * bt.eb
+    real = bt.real[:, :, None]
+    i_mv, has_mv = _last_true(moves & real)          # innermost loop moving the access
+    per_line = np.minimum(1.0, _take(stride, i_mv) * bt.eb / line_bytes)
+    runs = prod_all / _take(suffix[:, :, None].repeat(moves.shape[2], 2), i_mv + 1)
+    f[..., _LINES] = np.where(has_mv, np.maximum(1.0, runs * per_line), 1.0)
+    f[..., _BF["stride"]] = np.where(has_mv & (i_mv == L - 1), stride[:, L - 1], 0.0)
+    side = np.take_along_axis(reg[:, 0], bt.last, axis=1)
+    f[..., _ULINES] = np.maximum(1.0, f[..., _UBYTES] / np.minimum(
+        np.maximum(side * bt.eb, bt.eb), line_bytes))
+    _reuse(f, bt, moves, real, suffix, level_bytes)
+    f[bt.kind < 0] = 0.0
+    return f, level_bytes, suffix
+
+
+def _reuse(f, bt, moves, real, suffix, level_bytes) -> None:
+    """Reuse type, distance and count per buffer, scanning loops from the innermost:
+    the first loop that does not move the access gives loop reuse (its count runs to the
+    next moving loop); a buffer read through several index tuples and not reused by a
+    loop has serial reuse."""
+    N, L, B = moves.shape
+    j0, loop = _last_true(~moves & real)
+    before = np.arange(L)[None, :, None] < j0[:, None, :]
+    j1, has_j1 = _last_true(moves & real & before)
+    j1 = np.where(has_j1, j1, -1)
+    suf = suffix[:, :, None].repeat(B, 2)
+    lb = level_bytes[:, :, None].repeat(B, 2)
+    serial = ~loop & (bt.nt > 1)
+    f[..., _BF["reuse_loop"]], f[..., _BF["reuse_serial"]] = loop, serial
+    f[..., _BF["reuse_none"]] = ~loop & ~serial & (bt.kind >= 0)
+    f[..., _BF["reuse_dis_iter"]] = np.where(loop, _take(suf, j0 + 1),
+                                             np.where(serial, 1.0, 0.0))
+    f[..., _BF["reuse_dis_bytes"]] = np.where(loop, _take(lb, j0 + 1),
+                                              np.where(serial, level_bytes[:, -1:], 0.0))
+    ct = np.where(loop, _take(suf, j1 + 1) / _take(suf, j0 + 1),
+                  np.where(serial, bt.nt - 1.0, 0.0))
+    f[..., _BF["reuse_ct"]] = ct
+    base = f[..., [_BYTES, _UBYTES, _LINES, _ULINES]]
+    ratios = [_BF[n] for n in ("bytes_d_reuse_ct", "unique_bytes_d_reuse_ct",
+                               "lines_d_reuse_ct", "unique_lines_d_reuse_ct")]
+    f[..., ratios] = np.where((ct > 0.5)[..., None], base / np.maximum(ct, 0.5)[..., None],
+                              base * 2.0)
+
+
+def _curves(out, rows, suffix, level_bytes) -> None:
+    """Group 4 for all rows at once: piecewise-linear interpolation of
+    y = log2(flops / bytes) against x = log2(flops), levels innermost first."""
+    ops = np.array([r.nest.info.counts[_FLOAT_OPS].sum() or r.nest.info.counts.sum()
+                    for r in rows])
+    ok = ops > 0
+    if not ok.any():
+        return
+    x = np.log2(np.where(ok, ops, 1.0)[:, None] * suffix[:, ::-1])
+    y = x - np.log2(np.maximum(level_bytes[:, ::-1], 1.0))
+    xs = x[:, -1:] * (np.arange(1, CURVE_POINTS + 1) / CURVE_POINTS)[None]
+    k = (x[:, None, :] < xs[:, :, None] - 1e-9).sum(axis=2)           # first x >= target
+    k = np.minimum(k, x.shape[1] - 1)
+    k0 = np.maximum(k - 1, 0)
+    x0, x1 = np.take_along_axis(x, k0, 1), np.take_along_axis(x, k, 1)
+    y0, y1 = np.take_along_axis(y, k0, 1), np.take_along_axis(y, k, 1)
+    w = np.where(x1 > x0, (xs - x0) / np.where(x1 > x0, x1 - x0, 1.0), 1.0)
+    out[:, _CURVE0:_CURVE0 + CURVE_POINTS] = np.where(ok[:, None], y0 + w * (y1 - y0), 0.0)
+
+
+def rows_for(jobs, line_bytes: int = 64) -> np.ndarray:
+    """Raw (not log-scaled) rows for (nest, shapes, is_output) jobs, batched."""
+    out = np.zeros((len(jobs), len(FEATURE_NAMES)))
+    rows = [_Row(n, sh, o, out[i]) for i, (n, sh, o) in enumerate(jobs)]
+    if not rows:
+        return out
+    bt = _Batch(rows)
+    f, level_bytes, suffix = _buffer_features(bt, line_bytes)
+    nb = min(N_BUFFERS, f.shape[1])
+    out[:, _BUF0:_BUF0 + nb * _NBF] = f[:, :nb].reshape(len(rows), -1)
+    _curves(out, rows, suffix, level_bytes)
+    return out
+
+
+def state_jobs(state) -> list:
+    """(nest, shapes, is_output) for every store of ``state``."""
+    if not state.concrete:
+        raise FeatureError("cannot featurize a sketch: some split lengths are unknown "
+                           "(sample the sketch into a concrete state first)")
+    nests = build_nests(state)
+    shapes = {}
+    for nest in nests:
+        if nest.attached:
+            op = nest.info.op
+            for k in range(op.num_outputs):
+                shapes[op.output(k)] = tuple(nest.root_ext[:nest.info.n_spatial])
+    read = {t.op for st in state.stages if not st.is_placeholder
+            for t in st.op.input_tensors}
+    return [(n, shapes, n.info.op not in read) for n in nests]
+
+
+def featurize_raw(state, line_bytes: int = 64) -> np.ndarray:
+    """Un-memoized rows of ``state`` (float64, before log scaling)."""
+    return rows_for(state_jobs(state), line_bytes)
+
+
+class FeatureExtractor:
+    """Featurizes States with an LRU memo keyed by (DAG, printed loop nest)."""
+
+    def __init__(self, config: FeatureConfig | None = None):
+        self.config = config or FeatureConfig()
+        self._memo: OrderedDict = OrderedDict()
+
+    def featurize(self, state) -> np.ndarray:
+        """float32 matrix (rows, len(FEATURE_NAMES)), log-scaled."""
+        return self.featurize_many([state])[0]
+
+    def featurize_many(self, states) -> list:
+        """Feature matrices of ``states`` (memo hits reused, misses computed in one batch)."""
+        out, todo, keys = [None] * len(states), [], {}
+        for i, st in enumerate(states):
+            key = (id(st.dag), str(st))
+            hit = self._memo.get(key)
+            if hit is not None and hit[0] is st.dag:
+                self._memo.move_to_end(key)
+                out[i] = hit[1]
+            elif key in keys:
+                keys[key].append(i)
+            else:
+                keys[key] = [i]
+                todo.append((key, st))
+        if todo:
+            jobs = [state_jobs(st) for _, st in todo]
+            raw = rows_for([j for js in jobs for j in js], self.config.cache_line_bytes)
+            raw[:, _LOG] = slog(raw[:, _LOG])
+            raw = raw.astype(np.float32)
+            lo = 0
+            for (key, st), js in zip(todo, jobs):
+                rows = raw[lo:lo + len(js)]
+                rows.flags.writeable = False
+                lo += len(js)
+                self._remember(key, st.dag, rows)
+                for i in keys[key]:
+                    out[i] = rows
+        return out
+
+    def _remember(self, key, dag, rows) -> None:
+        self._memo[key] = (dag, rows)
+        if len(self._memo) > self.config.cache_size:
+            self._memo.popitem(last=False)
+
+
+_DEFAULT = FeatureExtractor()
+
+
+def featurize(state) -> np.ndarray:
+    """Log-scaled float32 feature rows of ``state`` (module-level memo)."""
+    return _DEFAULT.featurize(state)

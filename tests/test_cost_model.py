@@ -1,0 +1,194 @@
+"""Cost models: the pack-sum objective, warm-up, learning a sensible ordering from a
+synthetic log, training/prediction speed, save/load and the feature-version check."""
+import json
+import time
+
+import numpy as np
+import pytest
+
+import autosched as auto
+from autosched import catalog  # noqa: F401  (registers built-in workloads)
+from autosched import serialize
+from autosched import state as S
+from autosched.cost_model import (CostModelError, FeatureVersionError, RandomModel, XGBModel,
+                                  XGBParams, pack_ids, pack_sum, pack_sum_square_error)
+from autosched.features import FEATURE_NAMES, FEATURE_VERSION
+from autosched.measure import MeasureInput, MeasureResult
+from autosched.steps import AnnotationStep, ReorderStep, SplitStep, apply_step
+from records import MeasureInputRecord, MeasureResultRecord, Record, save_records
+
+N = 64
+TILES = [(fi, fj) for fi in (1, 2, 4, 8, 16) for fj in (4, 8, 16, 32)]
+
+
+def _task():
+    return auto.SearchTask(func="matmul", args=(N, N, N))
+
+
+def _state(task, fi, fj, vec):
+    """i.0, j.0, k, i.1, j.1 (parallel i.0, j.1 optionally vectorized)."""
+    st = task.compute_dag.init_state()
+    apply_step(st, SplitStep(2, 0, N, (fi,), True))
+    apply_step(st, SplitStep(2, 2, N, (fj,), True))
+    apply_step(st, ReorderStep(2, (0, 2, 4, 1, 3)))
+    apply_step(st, AnnotationStep(2, 0, S.ANN_PARALLEL))
+    if vec:
+        apply_step(st, AnnotationStep(2, 4, S.ANN_VECTORIZE))
+    return st
+
+
+def _cost(fi, fj, vec):
+    """Synthetic seconds: vectorized inner loops are 4x faster, tiles matter a little."""
+    return 1e-3 * (1.0 + 0.05 * abs(np.log2(fi) - 2) + 0.03 * abs(np.log2(fj) - 3)) / \
+        (4.0 if vec else 1.0)
+
+
+def _result(cost, error_no=0):
+    return MeasureResult([cost], error_no, "", 0.1, 1.0)
+
+
+def _write_log(path, task, tiles):
+    recs = []
+    for fi, fj in tiles:
+        for vec in (True, False):
+            inp = MeasureInput(task, _state(task, fi, fj, vec))
+            recs.append(serialize.encode_record(inp, _result(_cost(fi, fj, vec))))
+    save_records(str(path), recs)
+    return len(recs)
+
+
+# ---------------------------------------------------------------------- objective
+def test_pack_sum_square_error_is_the_gradient_of_the_program_loss():
+    rng = np.random.default_rng(0)
+    counts = [2, 1, 3]
+    ids = pack_ids(counts)
+    preds = rng.normal(size=len(ids))
+    labels, weights = np.array([0.5, 1.0, 0.1]), np.array([0.5, 1.0, 0.2])
+
+    def loss(p):
+        return 0.5 * np.sum(weights * (pack_sum(p, ids, 3) - labels) ** 2)
+
+    grad, hess = pack_sum_square_error(preds, ids, labels, weights)
+    eps = 1e-6
+    for k in range(len(preds)):
+        d = np.zeros_like(preds)
+        d[k] = eps
+        assert grad[k] == pytest.approx((loss(preds + d) - loss(preds - d)) / (2 * eps),
+                                        rel=1e-5)
+    assert np.array_equal(hess, weights[ids])
+
+
+# ---------------------------------------------------------------------- behaviour
+def test_random_scores_until_warmup_then_trained():
+    task = _task()
+    states = [_state(task, fi, fj, v) for fi, fj in TILES for v in (True, False)]
+    model = XGBModel(XGBParams(num_warmup_sample=30), seed=3)
+    before = model.predict(task, states[:5])
+    assert before == XGBModel(XGBParams(num_warmup_sample=30), seed=3).predict(task, states[:5])
+    assert before != XGBModel(XGBParams(num_warmup_sample=30), seed=4).predict(task, states[:5])
+    inputs = [MeasureInput(task, s) for s in states[:20]]
+    model.update(inputs, [_result(1e-3)] * 20)
+    assert model.booster is None and model.num_records == 20
+    inputs = [MeasureInput(task, s) for s in states[20:]]
+    model.update(inputs, [_result(2e-3)] * 19 + [MeasureResult.failed(4, "crash")])
+    assert model.booster is not None and model.num_records == 40
+    _, _, labels, weights = model.dataset()
+    assert labels.max() == 1.0 and labels[-1] == 0.0 and weights[-1] == 0.05
+    assert np.allclose(labels[20:39], 0.5)
+
+
+def test_vectorized_inner_loop_scores_better_after_training(tmp_path):
+    task = _task()
+    train, held_out = TILES[::2] + TILES[1::4], TILES[3::4]
+    log = tmp_path / "synthetic.json"
+    n = _write_log(log, task, train)
+    model = XGBModel(XGBParams(num_warmup_sample=1000), seed=0)
+    assert model.update_from_file(str(log)) == n
+    assert model.booster is not None
+    for fi, fj in held_out:
+        vec, scalar = model.predict(task, [_state(task, fi, fj, True),
+                                           _state(task, fi, fj, False)])
+        assert vec > scalar, (fi, fj, vec, scalar)
+    # and a random model does not know that
+    assert isinstance(RandomModel(0).predict(task, [_state(task, 1, 4, True)])[0], float)
+
+
+def test_update_from_file_skips_stale_and_unknown_records(tmp_path):
+    task = _task()
+    log = tmp_path / "mixed.json"
+    n = _write_log(log, task, TILES[:3])
+    good = Record.from_json(open(log).readline())
+    stale = Record(MeasureInputRecord(good.input.workload_key, good.input.target,
+                                      list(good.input.hardware_params),
+                                      steps=[["SP", 2, 9, 64, [4], 1]]),
+                   good.result)
+    unknown = Record(MeasureInputRecord(json.dumps(["no_such_workload", 3]), good.input.target,
+                                        list(good.input.hardware_params), steps=[]),
+                     MeasureResultRecord([1e-3], 0, 0.1, 1.0))
+    save_records(str(log), [stale, unknown])
+    model = XGBModel(seed=0)
+    assert model.update_from_file(str(log)) == n
+
+
+def test_training_and_prediction_are_fast():
+    task = _task()
+    pop = auto.SketchPolicy(task, seed=0).sample_initial_population(300)
+    rng = np.random.default_rng(0)
+    model = XGBModel(seed=0)
+    inputs = [MeasureInput(task, s) for s in pop] * 3       # ~900 programs
+    results = [_result(float(c)) for c in rng.uniform(1e-4, 1e-2, len(inputs))]
+    model.update(inputs[:-1], results[:-1])
+    t = time.perf_counter()
+    model.update(inputs[-1:], results[-1:])                  # one retrain on everything
+    train_s = time.perf_counter() - t
+    t = time.perf_counter()
+    scores = model.predict(task, pop[:100])                  # features memoized
+    predict_s = time.perf_counter() - t
+    assert len(scores) == 100 and all(np.isfinite(scores))
+    assert train_s < 3.0 and predict_s < 0.5, (train_s, predict_s)
+
+
+# ---------------------------------------------------------------------- persistence
+def _trained(tmp_path):
+    task = _task()
+    log = tmp_path / "train.json"
+    _write_log(log, task, TILES)
+    model = XGBModel(seed=0)
+    model.update_from_file(str(log))
+    return task, model
+
+
+def test_save_load_round_trip(tmp_path):
+    task, model = _trained(tmp_path)
+    path = tmp_path / "model.json"
+    model.save(str(path))
+    doc = json.loads(path.read_text())
+    assert doc["feature_version"] == FEATURE_VERSION
+    assert doc["n_features"] == len(FEATURE_NAMES)
+    loaded = XGBModel(XGBParams(num_warmup_sample=10 ** 6), seed=7)
+    loaded.load(str(path))
+    states = [_state(task, fi, fj, v) for fi, fj in TILES[:6] for v in (True, False)]
+    assert np.allclose(loaded.predict(task, states), model.predict(task, states))
+
+
+def test_load_refuses_other_feature_versions(tmp_path):
+    _, model = _trained(tmp_path)
+    path = tmp_path / "model.json"
+    model.save(str(path))
+    doc = json.loads(path.read_text())
+    doc["feature_version"] = "0-0000000000"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FeatureVersionError, match="0-0000000000.*retrain"):
+        XGBModel().load(str(path))
+    doc["feature_version"], doc["n_features"] = FEATURE_VERSION, len(FEATURE_NAMES) - 1
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FeatureVersionError, match=f"{len(FEATURE_NAMES) - 1} features"):
+        XGBModel().load(str(path))
+    path.write_text("{\"format\": \"something else\"}")
+    with pytest.raises(CostModelError, match="not an autosched.XGBModel file"):
+        XGBModel().load(str(path))
+
+
+def test_save_before_training_is_an_error(tmp_path):
+    with pytest.raises(CostModelError, match="not been trained"):
+        XGBModel().save(str(tmp_path / "m.json"))
