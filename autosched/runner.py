@@ -62,7 +62,7 @@ class RunConfig:
     # A candidate whose first (warm-up) call already takes this long is reported with
     # that one call: slow candidates are far from the best, and timing them `number`
     # more times would dominate the tuning wall time on large workloads.
-    slow_call_seconds: float = 0.25
+    slow_call_seconds: float = 0.1
 
     def __post_init__(self):
         for name in ("number", "repeat"):
@@ -159,7 +159,8 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key):
             return [first], int(MeasureErrorNo.NO_ERROR), ""
         timer = mod.time_evaluator(number=config.number, repeat=config.repeat,
                                    min_repeat_ms=config.min_repeat_ms,
-                                   enable_cpu_cache_flush=config.enable_cpu_cache_flush)
+                                   enable_cpu_cache_flush=config.enable_cpu_cache_flush,
+                                   warmup=False)   # the first call above was the warm-up
         prof = timer(*arrays)
         if ref_key is not None:
             _check_outputs(func.meta, arrays, _REFERENCES.get(ref_key), config)
@@ -200,7 +201,7 @@ class LocalRunner(ProgramRunner):
                  reference_func=None, rtol: float = 1e-3, atol: float = 1e-5, seed: int = 0,
                  reference_timeout: float = 120.0, max_runs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 slow_call_seconds: float = 0.25):
+                 slow_call_seconds: float = 0.1):
         self.timeout = check_seconds(timeout, "LocalRunner timeout")
         self.reference_timeout = check_seconds(reference_timeout, "LocalRunner reference_timeout")
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,

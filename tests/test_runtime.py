@@ -308,6 +308,9 @@ def test_time_evaluator_counts_runs(count_mod):
     assert all(t > 0 for t in res.results)
     assert res.mean > 0 and res.median > 0 and res.std >= 0
     assert res.min <= res.median <= res.max
+    c[0] = 0
+    count_mod.time_evaluator(number=2, repeat=2, warmup=False)(c)
+    assert c[0] == 2 * 2              # no warm-up call
 
 
 def test_time_evaluator_without_repeat_wrapper_falls_back(count_mod):

@@ -238,15 +238,19 @@ class Module:
         return f
 
     def time_evaluator(self, func_name=None, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: float = 0, enable_cpu_cache_flush: bool = False):
+                       min_repeat_ms: float = 0, enable_cpu_cache_flush: bool = False,
+                       warmup: bool = True):
         """A callable ``(*arrays) -> ProfileResult`` timing ``func_name`` (default: entry).
 
         Each repeat is one native call of ``<name>__repeat(..., number)``; ``min_repeat_ms``
         grows ``number`` until one repeat lasts that long; the cache flush overwrites a
-        buffer larger than the last-level cache before every repeat.
+        buffer larger than the last-level cache before every repeat.  One untimed warm-up
+        call precedes the repeats unless ``warmup=False``.
         """
         func = self.get_function(self.entry_name if func_name is None else func_name)
-        return Evaluator(func, number, repeat, min_repeat_ms, enable_cpu_cache_flush)
+        ev = Evaluator(func, number, repeat, min_repeat_ms, enable_cpu_cache_flush)
+        ev.warmup = bool(warmup)   # callers that already ran the kernel skip the extra call
+        return ev
 
     def get_source(self, fmt: str = "ll") -> str:
         """Optimized LLVM IR (``"ll"``) or assembly (``"asm"``) of this module."""

@@ -6,7 +6,8 @@ code: each repeat is ONE ctypes call of ``<name>__repeat(ptrs..., number)``, so 
 
 Invariants:
 - Arguments are checked (and aligned copies made) once, before any timing; one untimed
-  warm-up call precedes the repeats (page faults, first-touch, lazy binding).  A kernel
+  warm-up call precedes the repeats (page faults, first-touch, lazy binding) unless
+  ``warmup`` is off (the caller already ran the kernel).  A kernel
   therefore runs ``1 + number * repeat`` times, plus the discarded repeats that
   ``min_repeat_ms`` made too short.
 - ``results[i]`` is the mean time of one run in repeat ``i``, in seconds.
@@ -91,12 +92,14 @@ class Evaluator:
                              "finite number >= 0")
         self.min_repeat_s = float(min_repeat_ms) / 1e3
         self.flush = bool(enable_cpu_cache_flush)
+        self.warmup = True
 
     def __call__(self, *arrays) -> ProfileResult:
         call = self.func.prepare(arrays)
         ptrs = call.ptrs
         run = self.func.run_repeat
-        run(ptrs, 1)                                  # warm-up, untimed
+        if self.warmup:
+            run(ptrs, 1)                              # warm-up, untimed
         number, results = self.number, []
         clock = time.perf_counter
         while len(results) < self.repeat:
