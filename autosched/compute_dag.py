@@ -58,9 +58,6 @@ class ComputeDAG:
             self._init_state = S.State(self, stages)
         return self._init_state.copy()
 
-    def infer_bound_from_state(self, state):
-        return state
-
     def replay(self, steps, readonly: bool = False):
         """A te Schedule with ``steps`` applied.
 

@@ -249,15 +249,16 @@ def _attached_range(st, iv, op, bodies, reads, b: Bounds):
     fixed = {x.var for x in path}
     lo = hi = None
     for c, creads in reads.items():
-        for k in range(op.num_outputs):
-            for idx in creads.get(op.output(k), ()):
-                _check_scope(st, c, path, b)
-                e = substitute(idx[dim], b.root_value[c])
-                r = interval(e, fixed, b.var_ext)
-                if r is None:
-                    return _op.const(0), dom
-                lo = r[0] if lo is None else _emin(lo, r[0])
-                hi = r[1] if hi is None else _emax(hi, r[1])
+        idxs = [idx for k in range(op.num_outputs) for idx in creads.get(op.output(k), ())]
+        if idxs:
+            _check_scope(st, c, path, b)   # once per consumer, not per access
+        for idx in idxs:
+            e = substitute(idx[dim], b.root_value[c])
+            r = interval(e, fixed, b.var_ext)
+            if r is None:
+                return _op.const(0), dom
+            lo = r[0] if lo is None else _emin(lo, r[0])
+            hi = r[1] if hi is None else _emax(hi, r[1])
     if lo is None:
         raise LoweringError(f"stage {st.name} is attached with compute_at but nothing reads it")
     la, lh = linear(lo), linear(hi)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..te.tensor import PlaceholderOp, Tensor
-from ..tir import expr as E
 from ..tir import op as _op
 from ..tir import stmt as S
 from ..passes.pipeline import run_pipeline
@@ -97,4 +96,4 @@ def lower(sch: Schedule, args, name: str = "main", simple_mode: bool = False,
     return run_pipeline(func, passes)
 
 
-__all__ = ["lower", "schedule_to_primfunc", "E"]
+__all__ = ["lower", "schedule_to_primfunc"]
