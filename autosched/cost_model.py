@@ -21,12 +21,12 @@ refuses a file made with other features.  No pickle anywhere.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import random
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import xgboost as xgb
 
 from compiler.errors import CompilerError
 from records import load_records
@@ -37,6 +37,15 @@ from .features import FEATURE_NAMES, FEATURE_VERSION, FeatureConfig, FeatureErro
     FeatureExtractor
 
 MODEL_FORMAT = "autosched.XGBModel"
+_XGBOOST = []
+
+
+def _xgb():
+    """The xgboost module, imported on first use: importing it costs ~1.2 s, and every
+    build/run worker process imports this package but never trains a model."""
+    if not _XGBOOST:
+        _XGBOOST.append(importlib.import_module("xgboost"))
+    return _XGBOOST[0]
 
 
 class CostModelError(AutoSchedError):
@@ -207,12 +216,12 @@ class XGBModel(CostModel):
         if not self._records:
             raise CostModelError("XGBModel.train: no records to learn from")
         X, ids, labels, weights = self.dataset()
-        dtrain = xgb.DMatrix(X, feature_names=None)
+        dtrain = _xgb().DMatrix(X, feature_names=None)
 
         def objective(preds, _dtrain):
             return pack_sum_square_error(preds, ids, labels, weights)
 
-        self.booster = xgb.train(self._xgb_params(), dtrain, self.params.num_boost_round,
+        self.booster = _xgb().train(self._xgb_params(), dtrain, self.params.num_boost_round,
                                  obj=objective)
 
     # ------------------------------------------------------------------ prediction
@@ -264,7 +273,7 @@ class XGBModel(CostModel):
                 f"({n} features) but this build computes version {FEATURE_VERSION!r} "
                 f"({len(FEATURE_NAMES)} features); retrain it, e.g. with "
                 "XGBModel().update_from_file(<tuning log>)")
-        booster = xgb.Booster()
+        booster = _xgb().Booster()
         booster.load_model(bytearray(json.dumps(doc["booster"]).encode()))
         booster.set_param({"nthread": self.params.nthread})
         self.booster = booster
