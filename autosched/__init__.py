@@ -5,13 +5,13 @@ Names follow TVM's ``tvm.auto_scheduler``.
 from records import load_records, save_records
 from records import load_best_record as _load_best_record
 
-from .builder import LocalBuilder
+from .builder import BuildEarlyStop, LocalBuilder
 from .compute_dag import ComputeDAG
 from .cost_model import RandomModel, XGBModel
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
 from .measure import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
                       ProgramMeasurer, RecordToFile)
-from .runner import LocalRunner
+from .runner import EarlyStop, LocalRunner
 from .search_policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
@@ -27,7 +27,8 @@ def load_best_record(log_file: str, workload_key: str, target=None):
 
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
-           "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder", "LocalRunner",
+           "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
+           "BuildEarlyStop", "LocalRunner", "EarlyStop",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "AutoSchedError", "InvalidStepError", "WorkloadError"]

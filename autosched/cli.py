@@ -101,7 +101,8 @@ class Progress:
             f"{self.task.compute_dag.flop_ct / stats.best_cost / 1e9:.1f} GFLOPS")
         bar = "#" * int(20 * done / max(1, self.budget))
         sys.stderr.write(f"\r[{bar:<20}] {done}/{self.budget} trials | best {best} | "
-                         f"errors {stats.errors} | ETA {eta:5.0f} s ")
+                         f"errors {stats.errors} | stopped early {stats.stopped_early} | "
+                         f"ETA {eta:5.0f} s ")
         sys.stderr.flush()
 
 

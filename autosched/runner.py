@@ -17,7 +17,10 @@ Invariants:
   COMPILE_DEVICE (3, as TVM), mismatching outputs WRONG_ANSWER (5); build failures pass
   through with their own code and message; failed results cost ``[FAILURE_COST]``;
 - inputs depend only on (seed, parameter index, shape, dtype): every candidate and the
-  reference see the same numbers; ``all_cost`` = build time + run wall time.
+  reference see the same numbers; ``all_cost`` = build time + run wall time;
+- early stop (``EarlyStop``) only ever uses the best mean cost this runner has measured
+  for the same task: before the first valid measurement of a task only ``timeout`` and
+  ``slow_call_seconds`` apply, so no workload is cut short on a guess.
 """
 from __future__ import annotations
 
@@ -33,12 +36,16 @@ import numpy as np
 import compiler
 from compiler.runtime import empty_aligned, load_module
 
-from .builder import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
+from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 from .errors import AutoSchedError
-from .measure import BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
+from .measure import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
+    ProgramRunner
 
 _ARRAY_ALIGN = 64
 _REFERENCE_CACHE_SIZE = 4
+# Loading the object, zeroing outputs and IPC around a job (measured: a few ms); an
+# early-stop timeout adds it so that only the kernel call itself is cut.
+_JOB_MARGIN_SECONDS = 0.05
 # Worker-side caches: the last argument set, and reference outputs by task key.
 _ARGS = {"key": None, "arrays": None}
 _REFERENCES: "collections.OrderedDict" = collections.OrderedDict()
@@ -77,6 +84,45 @@ class RunConfig:
                                  ">= 0")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"LocalRunner seed={self.seed!r}: expected an int >= 0")
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """When LocalRunner stops timing a candidate that cannot be the best, relative to
+    ``best``, the lowest mean cost it has measured so far for the candidate's task.
+
+    - A candidate whose warm-up call takes ``max(single_shot_floor, single_shot_ratio *
+      best)`` seconds or more is reported with that one call (as ``slow_call_seconds``,
+      which still applies on its own).  The floor keeps short kernels, whose first call is
+      dominated by cold caches, on the normal path.
+    - A call still running after ``max(kill_floor, kill_ratio * best)`` seconds is
+      stopped: the worker is killed and restarted, and the candidate is RUN_TIMEOUT (7).
+      Random search on a large workload meets kernels 100x slower than the best; timing
+      them to the end would take most of the tuning time.
+    """
+    single_shot_ratio: float = 2.0
+    single_shot_floor: float = 0.005
+    kill_ratio: float = 10.0
+    kill_floor: float = 0.1
+
+    def __post_init__(self):
+        for name in ("single_shot_ratio", "kill_ratio"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 1:
+                raise ValueError(f"EarlyStop {name}={value!r}: expected a finite number >= 1")
+        for name in ("single_shot_floor", "kill_floor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"EarlyStop {name}={value!r}: expected a finite number "
+                                 ">= 0")
+
+    def single_shot_seconds(self, best: float) -> float:
+        return max(self.single_shot_floor, self.single_shot_ratio * best)
+
+    def kill_seconds(self, best: float) -> float:
+        return max(self.kill_floor, self.kill_ratio * best)
 
 
 def _random_array(shape, dtype: np.dtype, rng: np.random.Generator, out: np.ndarray) -> None:
@@ -140,8 +186,9 @@ def _check_outputs(meta, arrays, reference, config: RunConfig) -> None:
                                    f"{config.rtol}, atol {config.atol}){where}")
 
 
-def _run_job(obj: bytes, metas, config: RunConfig, ref_key):
-    """In the worker: ``(costs, error_no, error_msg)`` for one built candidate."""
+def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
+    """In the worker: ``(costs, error_no, error_msg)`` for one built candidate; a first
+    call of ``single_shot`` seconds or more is the measurement."""
     if config.cooldown_interval > 0:
         time.sleep(config.cooldown_interval)
     try:
@@ -155,7 +202,7 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key):
         t0 = time.perf_counter()
         func(*arrays)
         first = time.perf_counter() - t0
-        if first >= config.slow_call_seconds and ref_key is None:
+        if first >= single_shot and ref_key is None:
             return [first], int(MeasureErrorNo.NO_ERROR), ""
         timer = mod.time_evaluator(number=config.number, repeat=config.repeat,
                                    min_repeat_ms=config.min_repeat_ms,
@@ -183,13 +230,19 @@ def default_reference_func(task):
     return obj, metas
 
 
+def _task_key(task) -> str:
+    return f"{task.workload_key}|{task.target}"
+
+
 class LocalRunner(ProgramRunner):
     """Time candidates in one spawned worker process (see the module doc).
 
     ``number``/``repeat``/``min_repeat_ms``/``enable_cpu_cache_flush`` go to
     ``time_evaluator``; ``cooldown_interval`` seconds are slept before each candidate;
     ``timeout`` bounds one candidate (load + warm-up + timing); a candidate whose first
-    call takes ``slow_call_seconds`` or more is reported with that single call.  With
+    call takes ``slow_call_seconds`` or more is reported with that single call;
+    ``early_stop`` (an EarlyStop, or None to time every candidate fully) cuts short
+    candidates much slower than the best measured so far for their task.  With
     ``check_correctness``, ``reference_func(task) -> (obj, metas)`` (module-level or not:
     it runs in this process) builds each task's reference once; its outputs are compared
     with ``rtol``/``atol``.  ``last_seconds``/``total_seconds`` time the ``run`` calls.
@@ -201,12 +254,17 @@ class LocalRunner(ProgramRunner):
                  reference_func=None, rtol: float = 1e-3, atol: float = 1e-5, seed: int = 0,
                  reference_timeout: float = 120.0, max_runs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 slow_call_seconds: float = 0.1):
+                 slow_call_seconds: float = 0.1, early_stop: "EarlyStop | None" = EarlyStop()):
         self.timeout = check_seconds(timeout, "LocalRunner timeout")
         self.reference_timeout = check_seconds(reference_timeout, "LocalRunner reference_timeout")
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
                                 bool(enable_cpu_cache_flush), seed, rtol, atol,
                                 slow_call_seconds)
+        if early_stop is not None and not isinstance(early_stop, EarlyStop):
+            raise TypeError(f"LocalRunner early_stop {early_stop!r}: expected an EarlyStop "
+                            "or None")
+        self.early_stop = early_stop
+        self._best: dict = {}            # task key -> lowest valid mean cost measured here
         self.check_correctness = bool(check_correctness)
         self.reference_func = default_reference_func if reference_func is None \
             else reference_func
@@ -247,15 +305,25 @@ class LocalRunner(ProgramRunner):
         if br.error_no != MeasureErrorNo.NO_ERROR:
             return MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
         ref_key = self._reference(inp.task) if self.check_correctness else None
-        job = (br.obj, br.metas, self.config, ref_key)
-        timeout = self.timeout + self.config.cooldown_interval
+        task_key = _task_key(inp.task)
+        best = self._best.get(task_key)
+        single_shot, timeout, early = self._limits(best)
+        job = (br.obj, br.metas, self.config, ref_key, single_shot)
         outcome = self.pool.map(_run_job, [job], timeout)[0]
         all_cost = br.time_cost + outcome.seconds
         if outcome.status == "ok":
             costs, error_no, error_msg = outcome.value
             if error_no != MeasureErrorNo.NO_ERROR:
                 return MeasureResult.failed(error_no, error_msg, all_cost)
+            mean = sum(costs) / len(costs)
+            self._best[task_key] = mean if best is None else min(best, mean)
             return MeasureResult(costs, error_no, "", all_cost, time.time())
+        if outcome.status == "timeout" and early:
+            return MeasureResult.failed(
+                MeasureErrorNo.RUN_TIMEOUT, f"stopped after {outcome.seconds:.3g} s "
+                f"{EARLY_STOP_MARK}: slower than {self.early_stop.kill_ratio:g}x the best "
+                f"mean cost measured for this task so far ({best:.3g} s); the run worker "
+                "was restarted", all_cost)
         if outcome.status == "timeout":
             return MeasureResult.failed(MeasureErrorNo.RUN_TIMEOUT, "run did not finish "
                                         f"within the timeout of {timeout} s (the kernel may "
@@ -267,9 +335,28 @@ class LocalRunner(ProgramRunner):
         return MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, str(outcome.value),
                                     all_cost)
 
+    def _limits(self, best):
+        """``(single-shot seconds, job timeout, whether the timeout is an early stop)``.
+
+        An early-stop timeout leaves room for a candidate below the single-shot threshold
+        to be timed in full, so it only ever cuts calls longer than the kill threshold.
+        """
+        cfg = self.config
+        timeout = self.timeout + cfg.cooldown_interval
+        if best is None or self.early_stop is None:
+            return cfg.slow_call_seconds, timeout, False
+        single_shot = min(cfg.slow_call_seconds, self.early_stop.single_shot_seconds(best))
+        full = single_shot * (1 + cfg.number * cfg.repeat) \
+            + cfg.repeat * 2 * cfg.min_repeat_ms / 1000
+        limit = _JOB_MARGIN_SECONDS + max(self.early_stop.kill_seconds(best), full) \
+            + cfg.cooldown_interval
+        if limit >= timeout:
+            return single_shot, timeout, False
+        return single_shot, limit, True
+
     def _reference(self, task):
         """The key under which the worker holds ``task``'s reference outputs, or None."""
-        key = f"{task.workload_key}|{task.target}"
+        key = _task_key(task)
         if self.pool.starts != self._ref_starts:
             self._ref_loaded.clear()
         if key in self._ref_loaded:

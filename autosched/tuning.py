@@ -17,7 +17,7 @@ from records import load_best_record, load_records
 from . import serialize
 from .builder import LocalBuilder
 from .errors import AutoSchedError, InvalidStepError
-from .measure import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile
+from .measure import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, stopped_early
 from .runner import LocalRunner
 from .search_policy import SketchPolicy
 
@@ -45,7 +45,8 @@ class TuneStats:
     """What a tuning run did: trials, best cost and where the wall time went."""
     trials: int = 0
     preloaded: int = 0
-    errors: int = 0
+    errors: int = 0               # failed candidates, early stops excluded
+    stopped_early: int = 0        # far slower than the best: stopped on purpose
     best_cost: float = math.inf
     wall_seconds: float = 0.0
     build_seconds: float = 0.0
@@ -107,6 +108,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
                     cost = sum(res.costs) / len(res.costs)
                     if cost < stats.best_cost:
                         stats.best_cost, best_at = cost, stats.trials
+                elif stopped_early(res):
+                    stats.stopped_early += 1
                 else:
                     stats.errors += 1
             _account(stats, measurer, policy, start)

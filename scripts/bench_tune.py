@@ -71,7 +71,8 @@ def tune_curve(func, args, model: str, budgets, seed: int, per_round: int) -> di
         best_at[b] = flops / min(costs) / 1e9 if costs and min(costs) < float("inf") else 0.0
     return {"best_gflops": best_at, "curve": [(t, flops / c / 1e9 if c < float("inf") else 0)
                                               for t, c in curve],
-            "trials": stats.trials, "errors": stats.errors, "wall_s": stats.wall_seconds,
+            "trials": stats.trials, "errors": stats.errors,
+            "stopped_early": stats.stopped_early, "wall_s": stats.wall_seconds,
             "build_s": stats.build_seconds, "run_s": stats.run_seconds,
             "search_s": stats.search_seconds,
             "candidates_per_s": stats.trials / stats.wall_seconds,

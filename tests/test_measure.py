@@ -17,10 +17,11 @@ import pytest
 
 import autosched.measure as measure_mod
 import compiler
-from autosched.builder import LocalBuilder, WorkerPool, default_build_func
+from autosched.builder import BuildEarlyStop, LocalBuilder, default_build_func
 from autosched.measure import (BuildResult, MeasureErrorNo, MeasureInput, MeasureResult,
-                               ProgramMeasurer, RecordToFile)
-from autosched.runner import LocalRunner, _arguments
+                               ProgramMeasurer, RecordToFile, stopped_early)
+from autosched.runner import EarlyStop, LocalRunner, _arguments
+from autosched.workers import WorkerPool
 from compiler import te
 from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
 from records import (FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record,
@@ -133,7 +134,8 @@ def builder():
 
 @pytest.fixture(scope="module")
 def runner():
-    with LocalRunner(timeout=RUN_TIMEOUT, number=2, repeat=2) as r:
+    # No early stop: these tests plant kernels against the hard timeout.
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, repeat=2, early_stop=None) as r:
         r.start()
         yield r
 
@@ -330,3 +332,78 @@ def test_slow_candidate_is_timed_once(task, builder):
         slow, fast = r.run(inputs, brs)
     assert slow.error_no == 0 and len(slow.costs) == 1 and slow.costs[0] >= 0.02
     assert fast.error_no == 0 and len(fast.costs) == 2
+
+
+def test_runner_early_stop_kills_a_kernel_far_slower_than_the_best(task, builder):
+    """Before any valid measurement only the hard timeout applies; after one, a call
+    over kill_ratio x the best is stopped and the next candidate runs."""
+    inputs = _inputs(task, FakeState(plant="hang"), FakeState(tile=4),
+                     FakeState(plant="hang"), FakeState(tile=8))
+    brs = builder.build(inputs)
+    stop = EarlyStop(kill_ratio=20, kill_floor=0.05)
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, early_stop=stop) as r:
+        results = r.run(inputs, brs)
+    assert [x.error_no for x in results] == [7, 0, 7, 0]
+    assert "within the timeout of 2.0 s" in results[0].error_msg
+    assert results[0].all_cost >= RUN_TIMEOUT
+    assert results[2].error_msg.startswith("stopped after ")
+    assert "(early stop): slower than 20x the best mean cost" in results[2].error_msg
+    assert stopped_early(results[2]) and not stopped_early(results[0])
+    assert results[2].all_cost - brs[2].time_cost < 1.0
+    assert r.pool.starts == 3                  # the first worker and two replacements
+
+
+def test_runner_early_stop_times_a_slow_candidate_once(task, builder):
+    inputs = _inputs(task, FakeState(tile=4), FakeState(plant="slow"), FakeState(tile=8))
+    brs = builder.build(inputs)
+    stop = EarlyStop(single_shot_ratio=2, single_shot_floor=0.001, kill_floor=30)
+    with LocalRunner(timeout=RUN_TIMEOUT * 5, number=2, repeat=2, slow_call_seconds=10,
+                     early_stop=stop) as r:
+        fast, slow, fast2 = r.run(inputs, brs)
+    assert fast.error_no == slow.error_no == fast2.error_no == 0
+    assert len(fast.costs) == 2 and len(fast2.costs) == 2
+    assert len(slow.costs) == 1 and slow.costs[0] > 2 * fast.mean_cost
+
+
+def test_builder_early_stop_cuts_a_build_far_slower_than_the_median(task):
+    with LocalBuilder(timeout=BUILD_TIMEOUT * 5, n_parallel=2, build_func=planted_build,
+                      early_stop=BuildEarlyStop(ratio=2, floor=1.0, warmup=2)) as b:
+        warm = b.build(_inputs(task, FakeState(tile=2), FakeState(tile=4)))
+        t0 = time.perf_counter()
+        brs = b.build(_inputs(task, FakeState(plant="sleep"), FakeState(tile=8)))
+        elapsed = time.perf_counter() - t0
+    assert [x.error_no for x in warm + brs] == [0, 0, MeasureErrorNo.BUILD_TIMEOUT, 0]
+    assert brs[0].error_msg.startswith("build stopped after 1 s (early stop): over 2x the "
+                                       "median build time")
+    assert stopped_early(brs[0])
+    assert brs[0].time_cost == 1.0 and elapsed < BUILD_TIMEOUT
+
+
+def test_worker_pool_forks_workers_from_the_fork_server():
+    """Workers are children of the fork server (which imported the package already), not
+    of the tuner; a dead worker is replaced and the next job runs."""
+    with WorkerPool(1, "test-restart") as pool:
+        first = pool.map(os.getpid, [()], 30)[0].value
+        parent = pool.map(os.getppid, [()], 30)[0].value
+        outcomes = pool.map(os._exit, [(3,), ()], 30)
+        after = pool.map(os.getpid, [()], 30)[0].value
+    assert parent != os.getpid()
+    assert [o.status for o in outcomes] == ["died", "error"]   # os._exit() needs a code
+    assert "exited with code 3" in outcomes[0].value
+    assert first != after and pool.starts == 2
+
+
+def test_early_stop_configurations_are_validated():
+    with pytest.raises(ValueError, match=r"EarlyStop kill_ratio=0.5: expected a finite "
+                                         r"number >= 1"):
+        EarlyStop(kill_ratio=0.5)
+    with pytest.raises(ValueError, match="EarlyStop single_shot_floor=-1"):
+        EarlyStop(single_shot_floor=-1)
+    with pytest.raises(ValueError, match=r"BuildEarlyStop floor=0: expected a finite"):
+        BuildEarlyStop(floor=0)
+    with pytest.raises(ValueError, match="BuildEarlyStop warmup=0"):
+        BuildEarlyStop(warmup=0)
+    with pytest.raises(TypeError, match="LocalRunner early_stop 3: expected an EarlyStop"):
+        LocalRunner(early_stop=3)
+    with pytest.raises(TypeError, match="LocalBuilder early_stop"):
+        LocalBuilder(early_stop=EarlyStop())
