@@ -9,7 +9,8 @@ the task's reference kernel (by default the un-transformed ``init_state`` schedu
 Invariants:
 - ONE worker, candidates one at a time: kernels are multi-threaded and must not compete
   with each other (or with the builders, which are idle while the runner runs);
-- the worker is spawned (never forked): see ``autosched.builder``;
+- the worker comes from the fork server, never forked from the tuner: see
+  ``autosched.workers``;
 - a kernel that kills the worker (segfault) is RUNTIME_DEVICE (4); one that outlives
   ``timeout`` (+ ``cooldown_interval``) is RUN_TIMEOUT (7); in both cases the worker is
   killed if needed and restarted, and the next candidate runs in the fresh worker;
@@ -235,7 +236,7 @@ def _task_key(task) -> str:
 
 
 class LocalRunner(ProgramRunner):
-    """Time candidates in one spawned worker process (see the module doc).
+    """Time candidates in one worker process (see the module doc).
 
     ``number``/``repeat``/``min_repeat_ms``/``enable_cpu_cache_flush`` go to
     ``time_evaluator``; ``cooldown_interval`` seconds are slept before each candidate;

@@ -1,4 +1,4 @@
-"""WorkerPool: persistent spawned worker processes that run module-level functions, one
+"""WorkerPool: persistent worker processes that run module-level functions, one
 job at a time each, shared by LocalBuilder (n workers) and LocalRunner (one worker).
 
 Role: ``WorkerPool.map(fn, jobs, timeout)`` reports each job as a ``JobOutcome`` (ok /
@@ -102,7 +102,7 @@ def describe_exit(exitcode) -> str:
 
 
 class _Worker:
-    """One spawned process and the parent's end of its pipe; ``state`` is one of
+    """One worker process and the parent's end of its pipe; ``state`` is one of
     "stopped", "starting", "idle", "busy"."""
 
     def __init__(self, name: str):
@@ -173,7 +173,7 @@ class _Worker:
 
 
 class WorkerPool:
-    """``size`` spawned worker processes running module-level functions (see module doc)."""
+    """``size`` worker processes running module-level functions (see module doc)."""
 
     def __init__(self, size: int, name: str = "autosched-worker",
                  max_jobs_per_worker: int = 1000,

@@ -2,8 +2,8 @@
 
 Uses a fake task whose ``apply_steps_from_state`` returns a real TE schedule of a small
 matmul (so builds and runs are real), and planted build functions that produce crashing,
-hanging, aborting, slow or wrong kernels.  Workers are shared per module (spawn start-up
-costs ~0.5 s per process); the planted timeouts keep the file well under a minute.
+hanging, aborting, slow or wrong kernels.  Builder and runner are shared per module;
+the planted timeouts keep the file well under a minute.
 """
 import json
 import os
