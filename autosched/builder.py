@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import math
 import os
 import pickle
 import statistics
@@ -27,7 +26,7 @@ import compiler
 
 from .errors import AutoSchedError
 from .measure import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput, \
-    ProgramBuilder
+    ProgramBuilder, check_fields
 from .workers import DEFAULT_STARTUP_TIMEOUT, JobOutcome, WorkerPool, check_seconds
 
 _TASK_CACHE_SIZE = 8
@@ -56,12 +55,7 @@ class BuildEarlyStop:
     warmup: int = 8
 
     def __post_init__(self):
-        for name in ("ratio", "floor"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"BuildEarlyStop {name}={value!r}: expected a finite "
-                                 "number > 0")
+        check_fields(self, ("ratio", "floor"), 0, strict=True)
         if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) \
                 or self.warmup < 1:
             raise ValueError(f"BuildEarlyStop warmup={self.warmup!r}: expected an int >= 1")

@@ -42,6 +42,18 @@ def _error_no(value, what: str) -> int:
     return int(value)
 
 
+def check_fields(obj, names, low: float, strict: bool = False) -> None:
+    """Raise ValueError unless each named field of the config ``obj`` is a finite real
+    number ``>= low`` (``> low`` when ``strict``); the message names the class, field
+    and value."""
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < low or (strict and value == low):
+            raise ValueError(f"{type(obj).__name__} {name}={value!r}: expected a finite "
+                             f"number {'>' if strict else '>='} {low:g}")
+
+
 def _seconds(value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < 0:

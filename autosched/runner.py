@@ -40,7 +40,7 @@ from compiler.runtime import empty_aligned, load_module
 from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 from .errors import AutoSchedError
 from .measure import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
-    ProgramRunner
+    ProgramRunner, check_fields
 
 _ARRAY_ALIGN = 64
 _REFERENCE_CACHE_SIZE = 4
@@ -107,17 +107,8 @@ class EarlyStop:
     kill_floor: float = 0.1
 
     def __post_init__(self):
-        for name in ("single_shot_ratio", "kill_ratio"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 1:
-                raise ValueError(f"EarlyStop {name}={value!r}: expected a finite number >= 1")
-        for name in ("single_shot_floor", "kill_floor"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ValueError(f"EarlyStop {name}={value!r}: expected a finite number "
-                                 ">= 0")
+        check_fields(self, ("single_shot_ratio", "kill_ratio"), 1)
+        check_fields(self, ("single_shot_floor", "kill_floor"), 0)
 
     def single_shot_seconds(self, best: float) -> float:
         return max(self.single_shot_floor, self.single_shot_ratio * best)
