@@ -39,7 +39,7 @@ from . import state as S
 from .feature_body import READ, body_info
 from .steps_compute import CacheReadStep, CacheWriteStep, RfactorStep
 from .steps_loop import (FollowFusedSplitStep, FollowSplitStep, FuseStep, ReorderStep,
-                         SplitStep)
+                         SplitStep, split_chain_extents)
 
 # annotation position codes (Ansor's AnnotationPosType)
 POS_NONE, POS_INNER_SPATIAL, POS_MIDDLE_SPATIAL, POS_OUTER_SPATIAL = 0, 1, 2, 3
@@ -111,8 +111,7 @@ def _split_exts(step, steps, extent) -> list:
     lengths = [x or 1 for x in lengths]
     if i2o:
         return lengths
-    known = prod(lengths)
-    return lengths[1:] + [-(-extent // known)]
+    return split_chain_extents(extent, lengths, False)[1:]
 
 
 def _final_positions(steps, n0) -> dict:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from math import prod
 
 from compiler.errors import ScheduleError
+from compiler.schedule.relations import split_extents
 
 from . import state as S
 from .errors import InvalidStepError
@@ -186,8 +187,10 @@ def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
         raise InvalidStepError(f"{code}: split lengths {list(lengths)} of {st.name}.{it.name} "
                                "must be positive ints")
     known = None if any(x is None for x in lengths) else prod(lengths)
-    rest = None if known is None or it.extent is None else -(-it.extent // known)
-    exts = [rest, *lengths] if inner_to_outer else [*lengths, rest]
+    if known is None or it.extent is None:
+        exts = [None, *lengths] if inner_to_outer else [*lengths, None]
+    else:
+        exts = split_chain_extents(it.extent, lengths, inner_to_outer)
     new = tuple(S.Iterator(f"{it.name}.{k}", e, it.kind) for k, e in enumerate(exts))
     iters = list(st.iters)
     iters[iid:iid + 1] = new
@@ -199,6 +202,23 @@ def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
     if known is None:
         state.concrete = False
     return list(range(iid, iid + n))
+
+
+def split_chain_extents(extent: int, lengths, inner_to_outer: bool) -> list:
+    """Loop extents, outer to inner, of splitting ``extent`` by ``lengths`` exactly as
+    ``split_schedule`` replays it (the compiler's ``split_extents`` at each split), so
+    the State and the replayed schedule agree even when a length overshoots."""
+    if inner_to_outer:
+        inner, cur = [], extent
+        for f in reversed(lengths):
+            _, cur, i = split_extents(cur, f, None)
+            inner.append(i)
+        return [cur, *reversed(inner)]
+    outer, cur = [], extent
+    for n in lengths:
+        _, o, cur = split_extents(cur, None, n)
+        outer.append(o)
+    return [*outer, cur]
 
 
 def split_schedule(sch, code, sid, iid, lengths, inner_to_outer) -> None:

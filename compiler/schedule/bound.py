@@ -20,7 +20,7 @@ from ..tir import expr as E
 from ..tir import op as _op
 from ..tir.functor import substitute
 from .inline import collect_reads
-from .schedule import Fuse, Split
+from .relations import Fuse, Split, split_extents
 
 
 class Bounds:
@@ -285,37 +285,68 @@ def _pass_down(st, b: Bounds) -> None:
     for rel in st.relations:
         if isinstance(rel, Split):
             pe = b.ext[rel.parent]
-            f = rel.factor if rel.factor is not None else -(-pe // rel.nparts)
-            f = max(1, f)
+            f, b.ext[rel.outer], b.ext[rel.inner] = split_extents(pe, rel.factor, rel.nparts)
             b.factor[rel] = f
-            b.ext[rel.inner] = min(f, pe) if pe > 0 else f
-            b.ext[rel.outer] = -(-pe // f)
         else:
             b.ext[rel.fused] = b.ext[rel.outer] * b.ext[rel.inner]
     for iv in st.leaf_iter_vars:
         b.var_ext[iv.var] = b.ext[iv]
 
 
-def _pass_up(st, b: Bounds) -> None:
+def leaf_values(st, ext_of, factor_of) -> dict:
+    """Every IterVar of ``st`` (root, intermediate, leaf) as an expression of its leaves.
+
+    ``ext_of(iv)`` gives a loop's extent, ``factor_of(split)`` a split's inner factor.
+    """
     vals = {iv: iv.var for iv in st.leaf_iter_vars}
     for rel in reversed(st.relations):
         if isinstance(rel, Split):
-            vals[rel.parent] = _op.add(_op.mul(vals[rel.outer], b.factor[rel]), vals[rel.inner])
+            vals[rel.parent] = _op.add(_op.mul(vals[rel.outer], factor_of(rel)), vals[rel.inner])
         elif isinstance(rel, Fuse):
-            n = b.ext[rel.inner]
+            n = ext_of(rel.inner)
             vals[rel.outer] = _op.floordiv(vals[rel.fused], n)
             vals[rel.inner] = _op.floormod(vals[rel.fused], n)
+    return vals
+
+
+def overshoot_checks(st, vals, ext_of, leaf_ext) -> list:
+    """``(iv, value < extent)`` for every non-leaf IterVar whose value can overshoot.
+
+    A non-dividing split makes its loops cover more than the parent's extent.  Checking
+    only the root axes is not enough: when the inner part of an uneven split is split
+    again (or a fused axis is split), an intermediate value can overshoot while the root
+    value stays in range, and the same root point is then visited twice.  So every
+    derived axis whose maximum can reach its extent gets its own guard (TVM's
+    MakeBoundCheck over all iter vars).  Roots come first, in axis order.
+    """
+    leaves = set(map(id, st.leaf_iter_vars))
+    roots = list(st.op.axis) + list(st.op.reduce_axis)
+    root_ids = set(map(id, roots))
+    inner = [iv for rel in st.relations
+             for iv in ((rel.parent,) if isinstance(rel, Split) else (rel.outer, rel.inner))
+             if id(iv) not in root_ids and id(iv) not in leaves]
+    out = []
+    for iv in roots + inner:
+        if id(iv) in leaves:
+            continue
+        val, n = vals[iv], ext_of(iv)
+        r = interval(val, set(), leaf_ext)
+        if r is None or _const(r[1]) is None or _const(r[1]) >= n:
+            out.append((iv, _op.cmp(E.LT, val, n)))
+    return out
+
+
+def _pass_up(st, b: Bounds) -> None:
+    vals = leaf_values(st, b.ext.__getitem__, b.factor.__getitem__)
     op: ComputeOp = st.op
     rv, preds = {}, []
-    leaf_vars = {iv.var for iv in st.leaf_iter_vars}
+    leaf_ext = {iv.var: b.var_ext[iv.var] for iv in st.leaf_iter_vars}
+    for iv, pred in overshoot_checks(st, vals, b.ext.__getitem__, leaf_ext):
+        preds.append((pred, iv.iter_type == E.IterVar.CommReduce))
     for iv in list(op.axis) + list(op.reduce_axis):
-        off = vals[iv]
         is_red = iv.iter_type != E.IterVar.DataPar
-        r = interval(off, set(), {v: b.var_ext[v] for v in leaf_vars})
-        if r is None or _const(r[1]) is None or _const(r[1]) >= b.ext[iv]:
-            preds.append((_op.cmp(E.LT, off, b.ext[iv]), is_red))
         lo = b.root_min[iv]
-        val = _op.add(lo, off)
+        val = _op.add(lo, vals[iv])
         rv[iv.var] = val
         if not is_red and st.attach_type == "scope" and not isinstance(lo, E.IntImm):
             dom = iv.dom.extent.value

@@ -11,7 +11,9 @@ from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Tensor
 from ..tir import expr as E
 from ..tir import op as _op
+from ..tir.analysis import free_vars
 from ..tir.functor import Mutator, substitute
+from .bound import leaf_values, overshoot_checks
 
 
 class _TensorRewriter(Mutator):
@@ -253,21 +255,24 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
 
 
 def _reduce_root_values(st, op):
-    """Root reduce vars as expressions of the stage's leaf vars, and split predicates."""
-    vals = {iv: iv.var for iv in st.leaf_iter_vars}
-    preds = []
-    for rel in reversed(st.relations):
-        if isinstance(rel, _sched.Split):
-            f = rel.factor if rel.factor is not None else rel.inner.dom.extent.value
-            v = vals[rel.outer] * f + vals[rel.inner]
-            ext = rel.parent.dom.extent.value
-            if rel.outer.dom.extent.value * f != ext:
-                preds.append(v < ext)
-            vals[rel.parent] = v
-        else:
-            ie = rel.inner.dom.extent.value
-            vals[rel.outer] = _op.floordiv(vals[rel.fused], ie)
-            vals[rel.inner] = _op.floormod(vals[rel.fused], ie)
+    """Root reduce vars as expressions of the stage's leaf vars, and the guards of the
+    reduction's uneven splits.
+
+    Guards that mention a data-parallel leaf are dropped: rfactor gives the new stages
+    fresh spatial axes over the whole domain (the stage's spatial splits are reset, as
+    in TVM), so those loop variables no longer exist.
+    """
+    def ext_of(iv):
+        return iv.dom.extent.value
+
+    def factor_of(rel):
+        return rel.factor if rel.factor is not None else rel.inner.dom.extent.value
+
+    vals = leaf_values(st, ext_of, factor_of)
+    leaf_ext = {iv.var: ext_of(iv) for iv in st.leaf_iter_vars}
+    spatial = {iv.var for iv in st.leaf_iter_vars if iv.iter_type == E.IterVar.DataPar}
+    preds = [p for iv, p in overshoot_checks(st, vals, ext_of, leaf_ext)
+             if iv.iter_type != E.IterVar.DataPar and not (set(free_vars(p)) & spatial)]
     out = {}
     for iv in op.reduce_axis:
         out[iv.var] = _op.add(vals[iv], iv.dom.min)

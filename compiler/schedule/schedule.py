@@ -13,31 +13,14 @@ Invariants:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..tir import expr as E
 from ..tir import op as _op
+from .relations import Fuse, Split, split_extents
 
 # iter var annotation kinds
 ANN_NONE, ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL = "none", "parallel", "vectorize", "unroll"
-
-
-@dataclass(frozen=True)
-class Split:
-    parent: E.IterVar
-    outer: E.IterVar
-    inner: E.IterVar
-    factor: int | None
-    nparts: int | None
-
-
-@dataclass(frozen=True)
-class Fuse:
-    outer: E.IterVar
-    inner: E.IterVar
-    fused: E.IterVar
 
 
 def _extent(iv: E.IterVar) -> int:
@@ -117,11 +100,10 @@ class Stage:
             raise ScheduleError(f"split on stage {self.name}, axis {parent.var.name}: "
                                 f"{'factor' if factor is not None else 'nparts'} must be a "
                                 f"positive int, got {n!r}")
-        ext = _extent(parent)
-        f = n if factor is not None else -(-ext // n)
-        f = max(1, f)
-        outer = _new_iv(parent.var.name + "_outer", -(-ext // f), parent.iter_type)
-        inner = _new_iv(parent.var.name + "_inner", min(f, ext) if ext else f, parent.iter_type)
+        # the static extents are bound inference's over the full domain (TVM's)
+        _, outer_ext, inner_ext = split_extents(_extent(parent), factor and n, nparts and n)
+        outer = _new_iv(parent.var.name + "_outer", outer_ext, parent.iter_type)
+        inner = _new_iv(parent.var.name + "_inner", inner_ext, parent.iter_type)
         self.relations.append(Split(parent, outer, inner, n if factor is not None else None,
                                     n if nparts is not None else None))
         self.all_iter_vars += [outer, inner]
