@@ -17,7 +17,7 @@ from compiler.tir.functor import Visitor
 from . import state as S
 from .access import AccessAnalyzer
 from .errors import AutoSchedError
-from .printing import PyNames, clean_name
+from .printing import PyNames, unique_names
 from .steps import apply_step, apply_to_schedule
 
 
@@ -96,23 +96,28 @@ class ComputeDAG:
         The code runs in ``python_namespace()``: ``s`` is a fresh schedule and every op's
         tensor is bound to its name (dots become underscores).
         """
-        names = PyNames(self)
-        lines = [f"# s = te.create_schedule([{', '.join(clean_name(o.name) for o in self.outputs)}]"
+        init = self.init_state()
+        names = PyNames(self, init)
+        lines = [f"# s = te.create_schedule([{', '.join(self._py_vars()[self.ops.index(o)] for o in self.outputs)}]"
                  ".op ...)"]
-        lines += names.start(self.init_state())
-        cur = self.init_state()
+        lines += names.start()
+        cur = init
         for k, step in enumerate(state.transform_steps):
             after = cur.copy()
-            apply_step(after, step)
-            names.set(cur, after, state.transform_steps[:k])
+            res = apply_step(after, step)
+            inserted = res if len(after.stages) > len(cur.stages) else None
+            names.set(cur, after, state.transform_steps[:k], inserted)
             lines += step.print_python(names)
             cur = after
         return "\n".join(lines) + "\n"
 
+    def _py_vars(self) -> list:
+        return unique_names(op.name for op in self.ops)
+
     def python_namespace(self) -> dict:
         ns = {"s": te.create_schedule(self.outputs), "te": te}
-        for op in self.ops:
-            ns[clean_name(op.name)] = op.output(0)
+        for op, var in zip(self.ops, self._py_vars()):
+            ns[var] = op.output(0)
         return ns
 
     def __str__(self) -> str:

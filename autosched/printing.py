@@ -14,45 +14,78 @@ def clean_name(name: str) -> str:
     return "_" + n if n[0].isdigit() else n
 
 
+def unique_names(names) -> list:
+    """``clean_name`` of each name, with ``_1``, ``_2``... added on a clash."""
+    out, taken = [], set()
+    for n in names:
+        out.append(_fresh(clean_name(n), taken))
+    return out
+
+
+def _fresh(base: str, taken: set) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
 class PyNames:
-    def __init__(self, dag):
+    """Variable names for the stages of the states before and after one step.
+
+    Names are assigned once per stage and follow the stage when a dataflow step inserts
+    another one, so two stages with the same op name (two rfactors of one reduction both
+    make ``T.rf``) get distinct variables.
+    """
+
+    def __init__(self, dag, init_state):
         self.dag = dag
-        self.before = self.after = None
+        self.before = self.after = init_state
         self.steps = []
+        self.vars = unique_names(st.name for st in init_state.stages)
+        self.vars_after = list(self.vars)
 
-    def set(self, before, after, steps) -> None:
+    def set(self, before, after, steps, new_stage=None) -> None:
+        """Point at one step; ``new_stage`` is the id of a stage the step inserted."""
         self.before, self.after, self.steps = before, after, steps
+        self.vars = self.vars_after
+        self.vars_after = list(self.vars)
+        if new_stage is not None:
+            name = _fresh(clean_name(after.stages[new_stage].name), set(self.vars))
+            self.vars_after.insert(new_stage, name)
 
-    def tensor(self, sid: int, state=None) -> str:
-        return clean_name((state or self.before).stages[sid].name)
+    def tensor(self, sid: int) -> str:
+        return self.vars[sid]
 
     def new_tensor(self, sid: int) -> str:
-        return self.tensor(sid, self.after)
+        return self.vars_after[sid]
 
-    def _iter_name(self, state, sid, iid) -> str:
-        st = state.stages[sid]
-        return f"{clean_name(st.name)}_{clean_name(st.iters[iid].name)}"
+    def _iter_name(self, var: str, state, sid, iid) -> str:
+        return f"{var}_{clean_name(state.stages[sid].iters[iid].name)}"
 
     def iter(self, sid: int, iid: int) -> str:
-        return self._iter_name(self.before, sid, iid)
+        return self._iter_name(self.vars[sid], self.before, sid, iid)
 
     def after_split(self, sid, iid, n) -> list:
-        return [self._iter_name(self.after, sid, iid + k) for k in range(n)]
+        return [self._iter_name(self.vars_after[sid], self.after, sid, iid + k)
+                for k in range(n)]
 
     def after_fuse(self, sid, ids) -> str:
-        return self._iter_name(self.after, sid, ids[0])
+        return self._iter_name(self.vars_after[sid], self.after, sid, ids[0])
 
-    def axes_lines(self, sid: int, state=None) -> list:
+    def axes_lines(self, sid: int, state=None, vars_=None) -> list:
         state = state or self.after
+        vars_ = vars_ or self.vars_after
         st = state.stages[sid]
         if st.is_placeholder or not st.iters:
             return []
-        names = ", ".join(self._iter_name(state, sid, k) for k in range(len(st.iters)))
-        t = clean_name(st.name)
+        t = vars_[sid]
+        names = ", ".join(self._iter_name(t, state, sid, k) for k in range(len(st.iters)))
         return [f"{names}, = (*s[{t}].op.axis, *s[{t}].op.reduce_axis)"]
 
-    def start(self, state) -> list:
+    def start(self) -> list:
         lines = []
-        for sid in range(len(state.stages)):
-            lines += self.axes_lines(sid, state)
+        for sid in range(len(self.before.stages)):
+            lines += self.axes_lines(sid, self.before, self.vars)
         return lines

@@ -374,9 +374,11 @@ class StorageAlignStep:
     def apply_to_state(self, state):
         st = _stage(state, self.stage_id, self.CODE)
         it = _iter(st, self.iter_id, self.CODE)
-        unsplit = len(st.iters) == len(st.op.axis) + len(st.op.reduce_axis)
-        if it.kind != S.SPATIAL or not unsplit or self.iter_id >= len(st.op.axis):
-            raise InvalidStepError(f"SA: {st.name}.{it.name} must be an unsplit data axis")
+        # the schedule aligns a root data axis only; an iterator keeps its root's name
+        # until it is split ("i.0") or fused ("i@j@"), so the name tells
+        if it.kind != S.SPATIAL or it.name not in {iv.var.name for iv in st.op.axis}:
+            raise InvalidStepError(f"SA: {st.name}.{it.name} must be an unsplit, unfused data "
+                                   "axis of the stage")
         if self.factor < 1 or not 0 <= self.offset < self.factor:
             raise InvalidStepError(f"SA: need factor >= 1 and 0 <= offset < factor, got "
                                    f"{self.factor}, {self.offset}")

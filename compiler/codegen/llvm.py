@@ -12,6 +12,9 @@ For each PrimFunc ``f`` the module defines
 - ``void @f__repeat(ptr ..., i64 %n)``: calls ``@f`` n times (time_evaluator times one
   call of it; ``noinline`` on ``@f`` keeps LLVM from merging the repetitions);
 - internal workers ``@f__parallel<k>`` (+ ``_body``) for parallel loops (libgomp);
+- ``i32 @f__status`` and the message table ``@f__errors``: how a kernel reports a
+  failure (failed allocation, out-of-bounds index in a checked build) without
+  crashing; see ``ModuleContext.status_globals``;
 - the mathlib kernels used, and declarations of intrinsics/libc/libgomp symbols.
 The module header carries the target triple and data layout so the optimizer sees the
 real type sizes before the runtime attaches its target machine.
@@ -86,6 +89,8 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
     sym = global_name(f.name)
     mod.define(sym, "")                # reserve both symbols (texts are returned): a
     mod.define(global_name(f.name + "__repeat"), "")   # duplicate name is an error
+    for suffix in ("__status", "__errors"):
+        mod.define(global_name(f.name + suffix), "")
     em = FunctionEmitter(mod, f.name)
     params, seen = [], set()
     for i, b in enumerate(f.params):
@@ -105,7 +110,8 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
     em.stmt(f.body)
     sig = ", ".join(f"ptr noalias nocapture {p}" for p in params)
     main = f"define void {sym}({sig}) {ATTR_ENTRY} {{\n" + em.body_text()
-    return [main, _repeat_text(f.name, len(params))]
+    # after the body: the messages are known once every failure point was emitted
+    return [main, _repeat_text(f.name, len(params)), mod.status_globals(f.name)]
 
 
 def _repeat_text(name: str, nparams: int) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 
 from ..errors import CodegenError
-from .llvm_types import local_hint
+from .llvm_types import global_name, local_hint
 
 try:  # written concurrently by another module owner; only needed for exp/log/... calls
     from . import mathlib as _mathlib
@@ -57,6 +57,7 @@ class ModuleContext:
         self.dtypes: dict = {}      # binary node -> dtype (see ExprMixin.dtype_of)
         self._md = 1000             # metadata ids; high to stay clear of foreign text
         self._names: dict = {}
+        self._errors: dict = {}     # PrimFunc name -> error messages (status codes 1..n)
 
     # ---------------------------------------------------------------- symbols
     def declare(self, sym: str, line: str) -> str:
@@ -161,6 +162,35 @@ class ModuleContext:
         self.metadata.append(f'!{b} = !{{!"llvm.loop.unroll.full"}}')
         return f", !llvm.loop !{a}"
 
+    def error_code(self, root: str, kind: str, message: str) -> int:
+        """The status code (1, 2, ...) that reports ``kind: message`` for ``root``.
+
+        See ``status_globals``: the runtime maps a nonzero status back to the message.
+        """
+        table = self._errors.setdefault(root, [])
+        entry = f"{kind}:{message}"
+        if entry not in table:
+            table.append(entry)
+        return table.index(entry) + 1
+
+    def status_globals(self, root: str) -> str:
+        """``@<root>__status`` (i32, 0 = ok) and ``@<root>__errors`` (the messages).
+
+        A kernel cannot raise, and aborting would kill the caller, so a failure it
+        detects (an allocation that returned NULL, an out-of-bounds index in a checked
+        build) stores a code into the status word, skips the affected work and returns.
+        The runtime reads the word after each call and raises ``kind(message)``.  The
+        table is the messages ``"<ExceptionName>:<text>"``, each NUL-terminated, then
+        one more NUL; it lives in the object so exported libraries carry it too.
+        """
+        entries = self._errors.get(root, [])
+        data = b"".join(e.encode() + b"\0" for e in entries) + b"\0"
+        lit = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}"
+                      for c in data)
+        st, er = global_name(root + "__status"), global_name(root + "__errors")
+        return (f"{st} = global i32 0, align 4\n"
+                f"{er} = constant [{len(data)} x i8] c\"{lit}\", align 1")
+
     def foreign_globals(self) -> list:
         return [v for k, v in self.globals.items() if k[0] == "g"]
 
@@ -244,6 +274,14 @@ class FunctionBuilder:
 
     def cbr(self, cond: str, then: str, other: str, suffix: str = "") -> None:
         self.lines.append(f"  br i1 {cond}, label {then}, label {other}{suffix}")
+
+    def report(self, kind: str, message: str) -> None:
+        """Store the status code of ``kind: message`` (see ModuleContext.status_globals).
+
+        Atomic: parallel workers of one kernel may fail at the same time."""
+        code = self.mod.error_code(self.root, kind, message)
+        status = global_name(self.root + "__status")
+        self.emit(f"store atomic i32 {code}, ptr {status} monotonic, align 4")
 
     def entry_alloca(self, ty: str, align: int, hint: str) -> str:
         self._n += 1

@@ -78,6 +78,13 @@ class CallMixin:
             return self._if_then_else(e)
         if op == "likely":
             return self.expr(args[0])
+        if op == "tir.all_lanes":       # bound checker: every lane of a bool vector
+            return self._all_lanes(args[0])
+        if op == "tir.report_oob":      # bound checker: name the buffer, skip the access
+            name, size = args[0].value, args[1].value
+            self.report("IndexError", f"kernel {self.root!r}: index out of bounds of buffer "
+                                      f"{name!r} (size {size})")
+            return "0"
         if not dt.is_float(d):
             raise CodegenError(f"codegen: intrinsic {op!r} with dtype {d}; expected a "
                                "float dtype")
@@ -98,6 +105,14 @@ class CallMixin:
         raise CodegenError(f"codegen: unknown intrinsic {op!r} in {e}; expected one of "
                            f"{sorted(list(_LLVM_UNARY) + list(MATH_FUNCS))} or "
                            "rsqrt/fma/pow/likely/if_then_else")
+
+    def _all_lanes(self, e) -> str:
+        v = self.expr(e)
+        n = dt.lanes(self.dtype_of(e))
+        if n == 1:
+            return v
+        fn = self.mod.intrinsic(f"llvm.vector.reduce.and.v{n}i1", "i1", (f"<{n} x i1>",))
+        return self.op(f"call i1 {fn}(<{n} x i1> {v})")
 
     # ---------------------------------------------------------------- math
     def math(self, name: str, v: str, d: str) -> str:

@@ -177,20 +177,57 @@ class ExprMixin:
         return self._arith(e, "fmul", "mul nsw", "mul")
 
     def _e_div(self, e) -> str:
-        return self._arith(e, "fdiv", "sdiv", "udiv")
+        return self._divmod(e, True, lambda a, b, d, c: self._binop(a, b, d, "fdiv", "sdiv",
+                                                                     "udiv"))
 
     def _e_mod(self, e) -> str:
-        return self._arith(e, "frem", "srem", "urem")
+        return self._divmod(e, False, lambda a, b, d, c: self._binop(a, b, d, "frem", "srem",
+                                                                      "urem"))
 
     def _e_floordiv(self, e) -> str:
+        return self._divmod(e, True, self._floordiv)
+
+    def _e_floormod(self, e) -> str:
+        return self._divmod(e, False, self._floormod)
+
+    def _binop(self, a: str, b: str, d: str, fop: str, sop: str, uop: str) -> str:
+        k = _kind(d)
+        return self.op(f"{fop if k == 'f' else (sop if k == 's' else uop)} {ltype(d)} {a}, {b}")
+
+    def _divmod(self, e, is_div: bool, emit) -> str:
+        """Integer division or modulo that never traps, defined as numpy's.
+
+        ``x // 0`` and ``x % 0`` give 0 (a hardware divide by zero kills the process with
+        SIGFPE), and a signed ``x // -1`` gives ``-x`` wrapping (``INT_MIN / -1`` traps
+        too).  Only a divisor that is not a constant other than 0 and -1 pays for the
+        guard: index arithmetic divides by positive constants.
+        """
         a, b, d = self._operands(e)
+        k = _kind(d)
+        c = _int_const(e.b)
+        if k == "f" or (c is not None and c != 0 and (k == "u" or c != -1)):
+            return emit(a, b, d, c if c is not None and c > 0 else None)
+        t, bt = ltype(d), ltype(dt.with_lanes("bool", dt.lanes(d)))
+        zero = splat_lit(d, 0)
+        is_zero = self.op(f"icmp eq {t} {b}, {zero}")
+        bad, is_m1 = is_zero, None
+        if k == "s":
+            is_m1 = self.op(f"icmp eq {t} {b}, {splat_lit(d, -1)}")
+            bad = self.op(f"or {bt} {is_zero}, {is_m1}")
+        safe = self.op(f"select {bt} {bad}, {t} {splat_lit(d, 1)}, {t} {b}")
+        r = emit(a, safe, d, None)
+        if is_m1 is not None:
+            alt = self.op(f"sub {t} {zero}, {a}") if is_div else zero
+            r = self.op(f"select {bt} {is_m1}, {t} {alt}, {t} {r}")
+        return self.op(f"select {bt} {is_zero}, {t} {zero}, {t} {r}")
+
+    def _floordiv(self, a: str, b: str, d: str, c) -> str:
         k, t = _kind(d), ltype(d)
         if k == "f":
             q = self.op(f"fdiv {t} {a}, {b}")
             return self.call_unary("llvm.floor", q, d)
         if k == "u":
             return self.op(f"udiv {t} {a}, {b}")
-        c = _positive_const(e.b)
         if c is not None and c & (c - 1) == 0:
             return self.op(f"ashr {t} {a}, {splat_lit(d, c.bit_length() - 1)}")
         q = self.op(f"sdiv {t} {a}, {b}")
@@ -199,15 +236,13 @@ class ExprMixin:
         one = self.op(f"zext {ltype(dt.with_lanes('bool', dt.lanes(d)))} {adj} to {t}")
         return self.op(f"sub {t} {q}, {one}")
 
-    def _e_floormod(self, e) -> str:
-        a, b, d = self._operands(e)
+    def _floormod(self, a: str, b: str, d: str, c) -> str:
         k, t = _kind(d), ltype(d)
         if k == "f":
             q = self.call_unary("llvm.floor", self.op(f"fdiv {t} {a}, {b}"), d)
             return self.op(f"fsub {t} {a}, {self.op(f'fmul {t} {q}, {b}')}")
         if k == "u":
             return self.op(f"urem {t} {a}, {b}")
-        c = _positive_const(e.b)
         if c is not None and c & (c - 1) == 0:   # two's complement: a & (2^k - 1)
             return self.op(f"and {t} {a}, {splat_lit(d, c - 1)}")
         r = self.op(f"srem {t} {a}, {b}")
@@ -401,10 +436,10 @@ class ExprMixin:
         return self.op(f"call {t} {fn}({t} {v})")
 
 
-def _positive_const(e):
-    """The value of a positive integer constant divisor (or splat of one), else None."""
+def _int_const(e):
+    """The value of an integer constant (or splat of one), else None."""
     if type(e) is Broadcast:
         e = e.value
     v = const_value(e)
-    return v if isinstance(v, int) and v > 0 else None
+    return v if type(e) is IntImm else None
 

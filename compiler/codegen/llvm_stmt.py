@@ -14,7 +14,8 @@ Role: a mixin of ``FunctionEmitter``.  Invariants:
 - Allocate: constant size <= 64 KiB -> an ``alloca`` (align 64) in the entry block of
   the current function (so inside an outlined worker it is per-thread scratch);
   otherwise ``aligned_alloc(64, size rounded up to 64)`` before the body and ``free``
-  after it.
+  after it; a NULL block skips the body and reports MemoryError through the kernel's
+  status word (the runtime raises it), never a segfault.
 """
 from __future__ import annotations
 
@@ -163,10 +164,21 @@ class StmtMixin:
         alloc = self.mod.declare("@aligned_alloc", "declare ptr @aligned_alloc(i64, i64)")
         free = self.mod.declare("@free", "declare void @free(ptr)")
         p = self.op(f"call ptr {alloc}(i64 64, i64 {size})", local_hint(buf.name) + ".h")
+        # a NULL block reports MemoryError through the status word and skips the body
+        ok, fail, done = (self.new_label(x) for x in ("alloc.ok", "alloc.fail", "alloc.done"))
+        self.cbr(self.op(f"icmp eq ptr {p}, null"), fail, ok)
+        self.start_block(fail)
+        what = f"{n * esize} bytes" if n is not None else "its extent"
+        self.report("MemoryError", f"kernel {self.root!r}: could not allocate {what} for "
+                                   f"buffer {buf.name!r}")
+        self.br(done)
+        self.start_block(ok)
         old = self.bind(buf.data, p)
         self.stmt(s.body)
         self.unbind(buf.data, old)
         self.emit(f"call void {free}(ptr {p})")
+        self.br(done)
+        self.start_block(done)
 
     def _alloc_bytes(self, buf, n, esize: int) -> str:
         """Byte size rounded up to a multiple of 64 (aligned_alloc requires it)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..tir.stmt import PrimFunc
+from .bound_checker import instrument_bound_checkers
 from .flatten import flatten_buffers
 from .remove_noop import remove_noop
 from .simplify import simplify
@@ -33,9 +34,21 @@ from .vectorize import vectorize_loops
 __all__ = ["default_pipeline", "run_pipeline"]
 
 
-def default_pipeline() -> list:
-    """A fresh list of the default passes (callers may edit it)."""
-    return [simplify, flatten_buffers, vectorize_loops, unroll_loops, remove_noop]
+def default_pipeline(config=None) -> list:
+    """A fresh list of the default passes (callers may edit it).
+
+    ``config`` is a PassContext's config: ``tir.instrument_bound_checkers`` appends the
+    run-time index checks (last, so they see the final vector accesses) and
+    ``tir.disable_vectorize`` drops vectorization (vectorized loops run serially).
+    """
+    config = config or {}
+    passes = [simplify, flatten_buffers]
+    if not config.get("tir.disable_vectorize", False):
+        passes.append(vectorize_loops)
+    passes += [unroll_loops, remove_noop]
+    if config.get("tir.instrument_bound_checkers", False):
+        passes.append(instrument_bound_checkers)
+    return passes
 
 
 def run_pipeline(func: PrimFunc, passes=None) -> PrimFunc:

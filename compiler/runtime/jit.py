@@ -215,13 +215,19 @@ def load_module(obj: bytes, funcs_meta, ir_text: str | None = None, target=None,
     syms = read_symbols(obj)
     names = [m.name for m in metas]
     repeat = {n: syms is None or f"{n}__repeat" in syms.defined for n in names}
+    status = {n: syms is not None and f"{n}__status" in syms.defined
+              and f"{n}__errors" in syms.defined for n in names}
     if syms is not None:
         _check_symbols(syms, names)
-    tracker = _link(obj, names + [f"{n}__repeat" for n in names if repeat[n]])
+    exports = names + [f"{n}__repeat" for n in names if repeat[n]]
+    exports += [f"{n}{sfx}" for n in names if status[n] for sfx in ("__status", "__errors")]
+    tracker = _link(obj, exports)
     # Conservatively per object: any function may reach the outlined parallel regions.
     gomp = syms is not None and any(s.startswith("GOMP_") for s in syms.undefined)
     funcs = [Function(m, tracker[m.name], tracker[f"{m.name}__repeat"] if repeat[m.name]
-                      else None, tracker, gomp) for m in metas]
+                      else None, tracker, gomp,
+                      (tracker[f"{m.name}__status"], tracker[f"{m.name}__errors"])
+                      if status[m.name] else None) for m in metas]
     source = None
     if ir_text is not None:
         src_target = target or parse_target("llvm")

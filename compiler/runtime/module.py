@@ -95,12 +95,34 @@ class PreparedCall:
             original[...] = tmp
 
 
+_KERNEL_ERRORS = {"MemoryError": MemoryError, "IndexError": IndexError}
+
+
+def kernel_error(table_addr: int, code: int, name: str) -> Exception:
+    """The exception for status ``code`` from the message table at ``table_addr``."""
+    entries, addr = [], table_addr
+    while True:
+        raw = ctypes.string_at(addr)
+        if not raw:
+            break
+        entries.append(raw.decode(errors="replace"))
+        addr += len(raw) + 1
+    if not 1 <= code <= len(entries):
+        return BuildError(f"function {name!r} reported unknown failure code {code}")
+    kind, _, message = entries[code - 1].partition(":")
+    return _KERNEL_ERRORS.get(kind, RuntimeError)(message)
+
+
 class Function:
     """One compiled kernel: ``f(*arrays)`` checks the arrays and runs it in place."""
 
     def __init__(self, meta: FuncMeta, addr: int, repeat_addr, keepalive,
-                 uses_gomp: bool = False):
+                 uses_gomp: bool = False, status_addrs=None):
         self.meta = meta
+        # (status word, message table) addresses: see codegen's ModuleContext.status_globals
+        self._status = None if status_addrs is None else ctypes.c_int32.from_address(
+            status_addrs[0])
+        self._errors_addr = None if status_addrs is None else status_addrs[1]
         self.uses_gomp = uses_gomp
         self.name = meta.name
         self.params = meta.params
@@ -128,7 +150,15 @@ class Function:
         if self.uses_gomp:
             _enter_gomp(self.name)
         self._cfunc(*call.ptrs)
+        self.check_status()
         call.finish()
+
+    def check_status(self) -> None:
+        """Raise the failure the kernel reported in its status word (and clear it)."""
+        st = self._status
+        if st is not None and st.value:
+            code, st.value = st.value, 0
+            raise kernel_error(self._errors_addr, code, self.name)
 
     def prepare(self, arrays) -> PreparedCall:
         """Check ``arrays`` against the signature; raise TypeError/ValueError on mismatch."""
@@ -195,6 +225,7 @@ class Function:
             f = self._cfunc
             for _ in range(number):
                 f(*ptrs)
+        self.check_status()
 
 
 class Module:

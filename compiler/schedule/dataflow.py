@@ -111,21 +111,23 @@ def cache_read(sch, tensor, scope: str, readers):
     sch.stage_map[op] = new_stage
     # right after the source, as Ansor numbers stages (stage ids go into tuning records)
     sch.stages.insert(sch.stages.index(src_stage) + 1, new_stage)
-    tmap = {cur: op.output(0)}
-    for st in reader_stages:
-        old = st.op
-        new = _rewrite_op(old, tmap)
-        st.op = new
-        sch.stage_map[new] = st
-    # downstream stages must see the readers' new ops
-    follow = {}
-    for st in reader_stages:
-        for op_old, s2 in list(sch.stage_map.items()):
-            if s2 is st and op_old is not st.op:
-                for i in range(op_old.num_outputs):
-                    follow[op_old.output(i)] = st.op.output(i)
-    if follow:
-        _replace_dataflow(sch, follow, skip=reader_stages + [new_stage])
+    # One pass in topological order: a reader reads the cache instead of ``cur``, and
+    # every stage (reader or not) reads the new op of any stage rewritten before it.
+    # A reader downstream of another reader needs both at once.
+    follow: dict = {}
+    for st in sch.stages:
+        if st is new_stage or not isinstance(st.op, ComputeOp):
+            continue
+        tmap = dict(follow)
+        if st in reader_stages:
+            tmap[cur] = op.output(0)
+        new = _rewrite_op(st.op, tmap)
+        if new is not st.op:
+            old, st.op = st.op, new
+            sch.stage_map[new] = st
+            for i in range(old.num_outputs):
+                follow[old.output(i)] = new.output(i)
+    sch.outputs = [_latest(sch, o) for o in sch.outputs]
     return op.output(0)
 
 

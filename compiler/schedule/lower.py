@@ -6,11 +6,14 @@ after cache_write/rfactor replaced their ops (they are resolved through ``stage_
 """
 from __future__ import annotations
 
+from math import prod
+
 from ..errors import LoweringError
 from ..te.tensor import PlaceholderOp, Tensor
 from ..tir import op as _op
 from ..tir import stmt as S
-from ..passes.pipeline import run_pipeline
+from ..passes.pipeline import default_pipeline, run_pipeline
+from ..transform import PassContext
 from .bound import infer_bound
 from .inline import inject_inline
 from .schedule import Schedule
@@ -79,6 +82,7 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
                                 strides=_strides(st, ext))
             alloc[t] = buf
             bindings[t] = TensorBinding(buf, mins)
+    _check_index_range(bindings, bounds)
     body = OpsBuilder(sch, bodies, bounds, bindings, alloc).build()
     for st in reversed(sch.stages):
         if st in bodies and st.attach_type == "root":
@@ -89,10 +93,33 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
     return S.PrimFunc(name, tuple(params), body, (("tir.noalias", True),))
 
 
+INDEX_LIMIT = 2**31 - 1
+
+
+def _check_index_range(bindings, bounds) -> None:
+    """Refuse what 32-bit indices cannot address: loops and flat indices are int32, so
+    a tensor of 2^31 elements or more (or a loop that long) would wrap around and
+    silently compute a fraction of the result."""
+    for t, bind in bindings.items():
+        n = prod(int(x.value) for x in bind.buffer.shape)
+        if n > INDEX_LIMIT:
+            raise LoweringError(f"lower: tensor {t.name} has {n} elements; indices are 32-bit, "
+                                f"so at most {INDEX_LIMIT} elements per tensor are supported")
+    for iv, n in bounds.ext.items():
+        if n > INDEX_LIMIT:
+            raise LoweringError(f"lower: loop {iv.var.name} has extent {n}; loops are 32-bit, "
+                                f"so extents up to {INDEX_LIMIT} are supported")
+
+
 def lower(sch: Schedule, args, name: str = "main", simple_mode: bool = False,
           passes=None) -> S.PrimFunc:
-    """Lower ``sch`` to an optimized PrimFunc taking ``args`` (TVM's tvm.lower)."""
+    """Lower ``sch`` to an optimized PrimFunc taking ``args`` (TVM's tvm.lower).
+
+    Without explicit ``passes`` the pipeline follows the active ``PassContext``.
+    """
     func = schedule_to_primfunc(sch, args, name)
+    if passes is None:
+        passes = default_pipeline(PassContext.current().config)
     return run_pipeline(func, passes)
 
 
