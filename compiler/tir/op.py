@@ -160,6 +160,14 @@ def div(a, b) -> PrimExpr:
     return _fold(a, b, lambda x, y: int(x / y), Div)
 
 
+def truncdiv(a, b) -> PrimExpr:
+    """Integer division rounding toward zero (C's ``/``; TVM's ``truncdiv``)."""
+    a, b = match(a, b)
+    if not dt.is_integral(a.dtype):
+        raise TEError(f"truncdiv: expects integers, got {a} of dtype {a.dtype}")
+    return div(a, b)
+
+
 def truncmod(a, b) -> PrimExpr:
     a, b = match(a, b)
     _check_int_div(a, b, "truncmod")
