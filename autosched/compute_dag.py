@@ -18,7 +18,7 @@ from . import state as S
 from .access import AccessAnalyzer
 from .errors import AutoSchedError
 from .printing import PyNames, unique_names
-from .steps import apply_step, apply_to_schedule
+from .steps import apply_step, apply_to_schedule, check_state
 
 
 def _freeze(x):
@@ -80,7 +80,11 @@ class ComputeDAG:
         return sch
 
     def apply_steps_from_state(self, state, layout_rewrite=False):
-        """(te Schedule, tensors) for ``state``: what to lower and build."""
+        """(te Schedule, tensors) for ``state``: what to lower and build.
+
+        Raises InvalidStepError for a state that does not apply (see ``check_state``).
+        """
+        check_state(state)
         return self.replay(state.transform_steps), list(self.tensors)
 
     def state_from_steps(self, steps) -> S.State:

@@ -19,6 +19,7 @@ from .init_rules import sample_state
 from .measure import MeasureInput
 from .mutation_rules import MUTATIONS, mutate
 from .sketch_rules import generate_sketches
+from .steps_compute import scope_violation
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class SketchPolicy:
                 st = sample_state(self.rng.choice(sketches), self.rng, self.num_cores)
             except InvalidStepError:
                 continue
+            if scope_violation(st) is not None:
+                continue
             key = str(st)
             if key not in keys:
                 keys.add(key)
@@ -112,7 +115,7 @@ class SketchPolicy:
             parent = self.rng.choices(population, weights=weights, k=1)[0]
             if self.rng.random() < p.evolutionary_search_mutation_prob:
                 child = mutate(parent, self.rng, self.num_cores, p.mutation_weights)
-                if child is not None:
+                if child is not None and scope_violation(child) is None:
                     nxt.append(child)
             else:
                 nxt.append(parent)

@@ -12,7 +12,7 @@ from compiler.errors import CompilerError
 
 from .errors import InvalidStepError
 from .steps_compute import (CacheReadStep, CacheWriteStep, ComputeAtStep, ComputeInlineStep,
-                            ComputeRootStep, RfactorStep)
+                            ComputeRootStep, RfactorStep, scope_violation)
 from .steps_loop import (AnnotationStep, FollowFusedSplitStep, FollowSplitStep, FuseStep,
                          PragmaStep, ReorderStep, SplitStep, StorageAlignStep)
 
@@ -31,6 +31,19 @@ def apply_step(state, step):
     state.transform_steps.append(step)
     state.invalidate()
     return res
+
+
+def check_state(state) -> None:
+    """Raise InvalidStepError if ``state`` as a whole cannot be lowered.
+
+    Steps are checked one at a time when applied; what only the whole sequence decides
+    is checked here: every attached stage must be computed inside the loops of all its
+    readers (a sequence may attach a producer before moving its reader into place, so
+    this cannot be checked per step).  A state that passes replays and lowers.
+    """
+    msg = scope_violation(state)
+    if msg is not None:
+        raise InvalidStepError(f"invalid state: {msg}")
 
 
 def apply_to_schedule(step, sch, steps) -> None:
@@ -82,7 +95,7 @@ def step_from_record(rec) -> object:
     return step
 
 
-__all__ = ["STEP_CLASSES", "apply_step", "apply_to_schedule", "step_from_record",
+__all__ = ["STEP_CLASSES", "apply_step", "check_state", "apply_to_schedule", "step_from_record",
            "AnnotationStep", "FuseStep", "PragmaStep", "ReorderStep", "SplitStep",
            "FollowSplitStep", "FollowFusedSplitStep", "StorageAlignStep", "ComputeAtStep",
            "ComputeInlineStep", "ComputeRootStep", "CacheReadStep", "CacheWriteStep",

@@ -50,6 +50,52 @@ def _check_target(state, sid, tid, code):
     return st, tgt
 
 
+def scope_violation(state):
+    """A message if some attached stage is read outside the loop it is computed in.
+
+    A stage computed at ``(target, it)`` exists only inside that loop, so every reader
+    (looking through inlined stages) must run there: it is the target itself, or it is
+    attached, directly or through other attached stages, to the target at ``it`` or a
+    deeper loop.  Lowering refuses anything else; the State checks it first so that a
+    state it accepts also lowers.
+    """
+    by_op = {st.op: i for i, st in enumerate(state.stages)}
+    readers: dict = {}
+    for c, st in enumerate(state.stages):
+        if not st.is_placeholder:
+            for t in st.op.input_tensors:
+                p = by_op.get(t.op)
+                if p is not None:
+                    readers.setdefault(p, []).append(c)
+    for sid, (tid, it) in state.attach_map.items():
+        todo, seen = list(readers.get(sid, ())), set()
+        while todo:
+            c = todo.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            if state.stages[c].compute_at == S.INLINED:
+                todo.extend(readers.get(c, ()))
+            elif not _runs_inside(state, c, tid, it):
+                return (f"{state.stages[sid].name} is computed at {state.stages[tid].name}."
+                        f"{state.stages[tid].iters[it].name} but read by "
+                        f"{state.stages[c].name} outside that loop")
+    return None
+
+
+def _runs_inside(state, c, tid, it) -> bool:
+    """True if stage ``c``'s computation is inside loop ``it`` of stage ``tid``."""
+    seen = set()
+    while c != tid:
+        if c in seen or c not in state.attach_map:
+            return False
+        seen.add(c)
+        c, j = state.attach_map[c]
+        if c == tid:
+            return j >= it
+    return True
+
+
 @dataclass(frozen=True)
 class ComputeAtStep:
     stage_id: int
