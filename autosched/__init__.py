@@ -8,6 +8,7 @@ from records import load_best_record as _load_best_record
 from .builder import BuildEarlyStop, LocalBuilder
 from .compute_dag import ComputeDAG
 from .cost_model import RandomModel, XGBModel
+from .dask_measure import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
 from .measure import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
                       ProgramMeasurer, RecordToFile)
@@ -28,7 +29,7 @@ def load_best_record(log_file: str, workload_key: str, target=None):
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
            "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
-           "BuildEarlyStop", "LocalRunner", "EarlyStop",
+           "BuildEarlyStop", "LocalRunner", "EarlyStop", "DaskBuilder", "DaskRunner", "ClusterError",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "AutoSchedError", "InvalidStepError", "WorkloadError"]

@@ -20,6 +20,7 @@ import time
 from . import catalog
 from .builder import LocalBuilder
 from .cost_model import RandomModel, XGBModel
+from .dask_measure import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError
 from .measure import RecordToFile
 from .runner import LocalRunner
@@ -50,6 +51,9 @@ def parse_args(argv):
                    help="cost model guiding the search (default: xgb)")
     p.add_argument("--pretrained", default=None,
                    help="warm the xgb model from an older log (any workloads)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="build and measure on a dask.distributed cluster, e.g. "
+                        "tcp://host:8786 (workers need --resources measure=1)")
     p.add_argument("--list", action="store_true", help="list built-in workloads and exit")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args(argv)
@@ -117,12 +121,26 @@ def make_model(ns):
     return model
 
 
+def make_measurers(ns):
+    """(builder, runner): local worker processes, or a Dask cluster with ``--dask``."""
+    if ns.dask:
+        builder = DaskBuilder(ns.dask)
+        runner = DaskRunner(builder.client, timeout=ns.timeout, number=ns.runner_number,
+                            repeat=ns.runner_repeat, min_repeat_ms=ns.min_repeat_ms)
+        return builder, runner
+    return LocalBuilder(), LocalRunner(timeout=ns.timeout, number=ns.runner_number,
+                                       repeat=ns.runner_repeat,
+                                       min_repeat_ms=ns.min_repeat_ms)
+
+
 def resume_command(ns, log: str) -> str:
     parts = ["tune", ns.workload]
     if ns.args:
         parts += ["--args", *ns.args]
     parts += ["--trials", str(ns.trials), "--log", log, "--target", ns.target,
               "--seed", str(ns.seed), "--model", ns.model]
+    if ns.dask:
+        parts += ["--dask", ns.dask]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -142,16 +160,21 @@ def main(argv=None) -> int:
     log = ns.log or f"{fname}.json"
     if not ns.quiet:
         print(f"Tuning {task.workload_key} on {task.target}: {ns.trials} trials, log {log}")
+    try:
+        builder, runner = make_measurers(ns)
+    except (ClusterError, ImportError) as err:
+        print(f"tune: error: {err}", file=sys.stderr)
+        return 2
     opts = TuningOptions(
         num_measure_trials=ns.trials, early_stopping=ns.early_stopping,
         num_measures_per_round=ns.per_round, verbose=0,
-        builder=LocalBuilder(), measure_callbacks=[RecordToFile(log)],
-        runner=LocalRunner(timeout=ns.timeout, number=ns.runner_number,
-                           repeat=ns.runner_repeat, min_repeat_ms=ns.min_repeat_ms),
+        builder=builder, measure_callbacks=[RecordToFile(log)], runner=runner,
         progress_callback=Progress(task, ns.trials, ns.quiet))
     try:
         model = make_model(ns)
         stats = task.tune(opts, SketchPolicy(task, model, seed=ns.seed, verbose=0))
+        if getattr(runner, "summary", None) and not ns.quiet:
+            print("\n" + runner.summary())
     except KeyboardInterrupt:
         sys.stderr.write("\n")
         print(f"Interrupted. Every finished measurement is in {log}.\nResume with:\n  "

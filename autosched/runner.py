@@ -211,6 +211,26 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
     return [float(c) for c in prof.results], int(MeasureErrorNo.NO_ERROR), ""
 
 
+def run_limits(cfg: RunConfig, early_stop, timeout: float, best):
+    """``(single-shot seconds, job timeout, whether the timeout is an early stop)`` for a
+    candidate of a task whose best mean cost so far is ``best`` (None: no valid one yet).
+
+    An early-stop timeout leaves room for a candidate below the single-shot threshold
+    to be timed in full, so it only ever cuts calls longer than the kill threshold.
+    """
+    timeout = timeout + cfg.cooldown_interval
+    if best is None or early_stop is None:
+        return cfg.slow_call_seconds, timeout, False
+    single_shot = min(cfg.slow_call_seconds, early_stop.single_shot_seconds(best))
+    full = single_shot * (1 + cfg.number * cfg.repeat) \
+        + cfg.repeat * 2 * cfg.min_repeat_ms / 1000
+    limit = _JOB_MARGIN_SECONDS + max(early_stop.kill_seconds(best), full) \
+        + cfg.cooldown_interval
+    if limit >= timeout:
+        return single_shot, timeout, False
+    return single_shot, limit, True
+
+
 def default_reference_func(task):
     """``(obj, metas)`` of the task's un-transformed schedule (``compute_dag.init_state``,
     a method or an attribute)."""
@@ -328,23 +348,7 @@ class LocalRunner(ProgramRunner):
                                     all_cost)
 
     def _limits(self, best):
-        """``(single-shot seconds, job timeout, whether the timeout is an early stop)``.
-
-        An early-stop timeout leaves room for a candidate below the single-shot threshold
-        to be timed in full, so it only ever cuts calls longer than the kill threshold.
-        """
-        cfg = self.config
-        timeout = self.timeout + cfg.cooldown_interval
-        if best is None or self.early_stop is None:
-            return cfg.slow_call_seconds, timeout, False
-        single_shot = min(cfg.slow_call_seconds, self.early_stop.single_shot_seconds(best))
-        full = single_shot * (1 + cfg.number * cfg.repeat) \
-            + cfg.repeat * 2 * cfg.min_repeat_ms / 1000
-        limit = _JOB_MARGIN_SECONDS + max(self.early_stop.kill_seconds(best), full) \
-            + cfg.cooldown_interval
-        if limit >= timeout:
-            return single_shot, timeout, False
-        return single_shot, limit, True
+        return run_limits(self.config, self.early_stop, self.timeout, best)
 
     def _reference(self, task):
         """The key under which the worker holds ``task``'s reference outputs, or None."""

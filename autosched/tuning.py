@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from records import load_best_record, load_records
 
 from . import serialize
 from .builder import LocalBuilder
+from .dask_measure import ClusterError
 from .errors import AutoSchedError, InvalidStepError
 from .measure import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, stopped_early
 from .runner import LocalRunner
@@ -52,6 +54,7 @@ class TuneStats:
     build_seconds: float = 0.0
     run_seconds: float = 0.0
     search_seconds: float = 0.0
+    stop_reason: str = ""         # why tuning ended before the budget, if it did
 
     @property
     def overhead_share(self) -> float:
@@ -99,7 +102,13 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     try:
         while stats.trials < options.num_measure_trials:
             n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
-            inputs, results = policy.continue_search_one_round(n, measurer)
+            try:
+                inputs, results = policy.continue_search_one_round(n, measurer)
+            except ClusterError as err:
+                # the cluster is gone: every finished batch is already in the log
+                stats.stop_reason = str(err)
+                warnings.warn(f"tuning stopped: {err}")
+                break
             if not inputs:
                 break   # the search space is exhausted
             for res in results:

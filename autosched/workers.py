@@ -155,8 +155,9 @@ class _Worker:
 
     def kill(self) -> None:
         if self.proc is not None:
-            self.proc.kill()
-            self.proc.join(5)
+            if self.proc.pid is not None:      # a process that never started has none
+                self.proc.kill()
+                self.proc.join(5)
             self.conn.close()
         self.proc = self.conn = None
         self.state, self.job, self.deadline = "stopped", None, math.inf

@@ -267,12 +267,18 @@ def _link(obj: bytes, exports):
 
 
 def _check_runnable(target: Target) -> None:
-    """Refuse code this CPU cannot run (it would die with SIGILL, not raise)."""
+    check_runnable(target)
+
+
+def check_runnable(target: Target, without=()) -> None:
+    """Raise BuildError if this CPU cannot run code for ``target`` (it would die with
+    SIGILL, not raise).  ``without`` lists host features to treat as missing (a way to
+    test how a farm of different machines routes work)."""
     cpu, feats, triple = host_cpu()
     if target.triple.split("-")[0] != triple.split("-")[0]:
         raise BuildError(f"target {target}: triple {target.triple!r} cannot run on this "
                          f"host ({triple!r})")
-    host = set(feats.split(","))
+    host = set(feats.split(",")) - {f if f.startswith("+") else "+" + f for f in without}
     lacking = [f for f in target.mattr if f.startswith("+") and f not in host]
     if lacking:
         raise BuildError(f"target {target}: host CPU {cpu!r} lacks features {lacking}")

@@ -1,0 +1,385 @@
+"""DaskBuilder and DaskRunner: build and measure candidates on a dask.distributed cluster.
+
+Role: TVM's RPC tracker + RPCRunner, done with an existing engine.  Start a scheduler and
+workers the usual way (``dask scheduler``; ``dask worker tcp://host:8786 --nthreads 2
+--resources measure=1`` on every machine) and pass the address (or a ``Client``) to
+``DaskBuilder``/``DaskRunner``; they are drop-ins for LocalBuilder/LocalRunner.
+
+Invariants:
+- ``distributed`` is imported when a DaskBuilder/DaskRunner is made (the ``[dask]``
+  extra), never at import time;
+- on a worker, a build or a run is the local builder's/runner's job function
+  (``_build_job``/``_run_job``) in an isolated process of a per-thread WorkerPool: a
+  kernel that segfaults or hangs costs one pool process, never the dask worker;
+- a run needs the worker resource ``measure`` (1 per worker: one measurement at a time
+  on each machine); builds need none and use every worker thread;
+- what travels: the pickled SearchTask (data only: te ops and shapes, sent once per
+  task and cached by digest on workers), step records, object code as bytes and its
+  FuncMeta, plain result tuples.  Dask pickles only references to this module's
+  functions.  Records are written by the client alone (the ProgramMeasurer callbacks);
+- the client enforces every timeout (a result not back in time is RUN/BUILD_TIMEOUT);
+  a candidate whose worker died or disconnected is resubmitted once, anywhere; a worker
+  whose CPU cannot run the task's target refuses it and the client sends it to another
+  worker (RUNTIME_DEVICE when none can);
+- a lost scheduler raises ``ClusterError``: ``tune`` stops cleanly, the log keeps every
+  finished batch.
+"""
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import statistics
+import threading
+import time
+
+from compiler.errors import BuildError
+from compiler.runtime import check_runnable, parse_target
+
+from .builder import _build_job, _cached_task, _pickle_task, default_build_func
+from .errors import AutoSchedError
+from .measure import (EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput,
+                      MeasureResult, ProgramBuilder, ProgramRunner)
+from .runner import EarlyStop, RunConfig, _run_job, run_limits
+from .steps import step_from_record
+from .workers import WorkerPool, check_seconds
+
+RESOURCE = "measure"
+_RETRIES = 1
+# Client-side slack on top of a job's own timeout (scheduling, transfer, pool start-up).
+_CLIENT_SLACK = 10.0
+
+
+class ClusterError(AutoSchedError, RuntimeError):
+    """The Dask scheduler or every worker went away; tuning cannot go on."""
+
+
+# ---------------------------------------------------------------- worker side
+_LOCAL = threading.local()       # one pool per dask worker thread: pools are not thread-safe
+_MASKED: set = set()             # host features this worker pretends not to have
+
+
+def limit_host_features(features) -> None:
+    """On a worker: treat ``features`` (e.g. ``["avx512f"]``) as missing from the CPU.
+
+    Run with ``client.run(limit_host_features, [...], workers=[addr])`` to see how a
+    farm of unequal machines routes work without owning one."""
+    _MASKED.clear()
+    _MASKED.update(features)
+
+
+def _pool(kind: str) -> WorkerPool:
+    pools = getattr(_LOCAL, "pools", None)
+    if pools is None:
+        pools = _LOCAL.pools = {}
+        # Dask makes worker processes daemonic (they die with their nanny), and
+        # multiprocessing refuses children to daemons.  Our pool processes read their
+        # pipe and exit when this worker goes away, so lifting the flag is safe.
+        me = multiprocessing.current_process()
+        if me.daemon:
+            me.daemon = False
+    if kind not in pools:
+        pools[kind] = WorkerPool(1, f"autosched-dask-{kind}")
+    return pools[kind]
+
+
+def _build_records_job(digest: str, blob: bytes, records: list):
+    """In a pool process: decode the state from its step records, then build it."""
+    task = _cached_task(digest, blob)
+    state = task.compute_dag.state_from_steps([step_from_record(r) for r in records])
+    return _build_job(default_build_func, digest, blob, state)
+
+
+def worker_build(digest: str, blob: bytes, records: list, timeout: float) -> tuple:
+    """Dask task: ``(obj, metas, error_no, error_msg, seconds)`` of one build."""
+    out = _pool("build").map(_build_records_job, [(digest, blob, records)], timeout)[0]
+    if out.status == "ok":
+        return out.value
+    err = MeasureErrorNo.BUILD_TIMEOUT if out.status == "timeout" else (
+        MeasureErrorNo.COMPILE_HOST if out.status == "died" else MeasureErrorNo.UNKNOWN_ERROR)
+    return None, None, int(err), f"build {out.status}: {out.value}", out.seconds
+
+
+def worker_run(target: str, obj: bytes, metas, config: RunConfig, single_shot: float,
+               timeout: float) -> tuple:
+    """Dask task: ``(status, costs, error_no, error_msg, seconds, address)``.
+
+    ``status`` is "refused" when this machine cannot run ``target``, else "done"."""
+    addr = _address()
+    try:
+        check_runnable(parse_target(target), without=tuple(_MASKED))
+    except BuildError as e:
+        return "refused", [], int(MeasureErrorNo.RUNTIME_DEVICE), f"worker {addr}: {e}", 0.0, addr
+    out = _pool("run").map(_run_job, [(obj, metas, config, None, single_shot)], timeout)[0]
+    if out.status == "ok":
+        costs, err, msg = out.value
+        return "done", costs, err, msg, out.seconds, addr
+    err = MeasureErrorNo.RUN_TIMEOUT if out.status == "timeout" else MeasureErrorNo.RUNTIME_DEVICE
+    return "done", [], int(err), f"run {out.status} on worker {addr}: {out.value}", \
+        out.seconds, addr
+
+
+def _address() -> str:
+    from distributed import get_worker    # noqa: PLC0415 - optional extra, on workers only
+    try:
+        return get_worker().address
+    except ValueError:
+        return "local"
+
+
+# ---------------------------------------------------------------- client side
+def _client(client_or_address, connect_timeout: float):
+    try:
+        import distributed                 # noqa: PLC0415 - optional extra [dask]
+    except ImportError:
+        raise ImportError("DaskBuilder/DaskRunner need dask.distributed: "
+                          "pip install 'tensor-autosched[dask]'") from None
+    if isinstance(client_or_address, distributed.Client):
+        return client_or_address, False
+    if not isinstance(client_or_address, str):
+        raise TypeError(f"expected a distributed.Client or a scheduler address such as "
+                        f"'tcp://host:8786', got {client_or_address!r}")
+    try:
+        return distributed.Client(client_or_address, timeout=connect_timeout), True
+    except (OSError, TimeoutError) as e:
+        raise ClusterError(f"cannot reach the Dask scheduler at {client_or_address}: "
+                           f"{type(e).__name__}: {e}") from None
+
+
+class _DaskBase:
+    def __init__(self, client_or_address, timeout: float, what: str,
+                 connect_timeout: float = 30):
+        self.timeout = check_seconds(timeout, f"{what} timeout")
+        self.client, self._owns = _client(client_or_address, connect_timeout)
+        self._sent: dict = {}       # task id -> (digest, blob future)
+        self.last_seconds = self.total_seconds = 0.0
+
+    def _task_blob(self, task):
+        """(digest, future of the pickled task): each task crosses the wire once."""
+        hit = self._sent.get(id(task))
+        if hit is None:
+            digest, blob = _pickle_task(task)
+            ref = self._call(self.client.scatter, blob, hash=False, broadcast=False)
+            hit = self._sent[id(task)] = (digest, ref, task)   # task kept: ids stay unique
+        return hit[0], hit[1]
+
+    def _call(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` on the client; a closed client or lost scheduler is a
+        ClusterError (dask raises several unrelated types for it)."""
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError):
+            raise
+        except Exception as e:  # noqa: BLE001 - ClosedClientError, CommClosedError, OSError...
+            raise ClusterError(f"the Dask cluster is gone: {type(e).__name__}: {e}") from None
+
+    def _workers(self) -> list:
+        try:
+            return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        except Exception as e:  # noqa: BLE001 - any failure here means no scheduler
+            raise ClusterError(f"the Dask scheduler is gone: {type(e).__name__}: {e}") from None
+
+    def _gather(self, futures: dict, deadline: dict) -> dict:
+        """``{key: (value | exception | "timeout")}`` once each future is done or late."""
+        from distributed import wait   # noqa: PLC0415 - optional extra [dask]
+        out = {}
+        pending = dict(futures)
+        while pending:
+            left = max(0.05, min(deadline[k] for k in pending) - time.monotonic())
+            try:
+                wait(list(pending.values()), timeout=left, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            except Exception as e:  # noqa: BLE001
+                raise ClusterError(f"lost the Dask scheduler: {type(e).__name__}: {e}") from None
+            now = time.monotonic()
+            for k, f in list(pending.items()):
+                if f.done():
+                    try:
+                        out[k] = f.result()
+                    except Exception as e:  # noqa: BLE001 - classified by the caller
+                        out[k] = e
+                    del pending[k]
+                elif now >= deadline[k]:
+                    f.cancel()
+                    out[k] = "timeout"
+                    del pending[k]
+        return out
+
+    def close(self) -> None:
+        self._sent.clear()            # release the scattered tasks before the client goes
+        if self._owns:
+            self.client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class DaskBuilder(_DaskBase, ProgramBuilder):
+    """Build candidates on the cluster's workers (any worker, all threads)."""
+
+    def __init__(self, client_or_address, timeout: float = 15, n_parallel=None,
+                 connect_timeout: float = 30):
+        _DaskBase.__init__(self, client_or_address, timeout, "DaskBuilder", connect_timeout)
+        threads = sum(w.get("nthreads", 1) for w in
+                      self.client.scheduler_info(n_workers=-1)["workers"].values())
+        self.n_parallel = n_parallel or max(1, threads)
+
+    def build(self, inputs, verbose: int = 0) -> list:
+        t0 = time.perf_counter()
+        inputs = list(inputs)
+        results = [None] * len(inputs)
+        todo = list(range(len(inputs)))
+        for attempt in range(_RETRIES + 1):
+            futures, deadline = {}, {}
+            for i in todo:
+                inp = inputs[i]
+                if not isinstance(inp, MeasureInput):
+                    raise TypeError(f"DaskBuilder.build: expected MeasureInput items, got "
+                                    f"{type(inp).__name__}")
+                digest, blob = self._task_blob(inp.task)
+                recs = [s.to_record() for s in inp.state.transform_steps]
+                futures[i] = self._call(self.client.submit, worker_build, digest, blob, recs, self.timeout,
+                                                pure=False, retries=0)
+                deadline[i] = time.monotonic() + self.timeout + _CLIENT_SLACK
+            done = self._gather(futures, deadline)
+            todo = []
+            for i, v in done.items():
+                if isinstance(v, tuple):
+                    results[i] = BuildResult(*v)
+                elif v == "timeout":
+                    results[i] = BuildResult.failed(MeasureErrorNo.BUILD_TIMEOUT, "build result "
+                                                    f"not back within {self.timeout} s",
+                                                    self.timeout)
+                elif attempt < _RETRIES:
+                    todo.append(i)
+                else:
+                    results[i] = BuildResult.failed(MeasureErrorNo.COMPILE_HOST, "build lost "
+                                                    f"twice on the cluster: {type(v).__name__}: "
+                                                    f"{v}")
+            if not todo:
+                break
+        self.last_seconds = time.perf_counter() - t0
+        self.total_seconds += self.last_seconds
+        return results
+
+
+class DaskRunner(_DaskBase, ProgramRunner):
+    """Time candidates on the cluster: one measurement at a time per worker (resource
+    ``measure``), each in an isolated process there.  Arguments as LocalRunner's."""
+
+    def __init__(self, client_or_address, timeout: float = 10, number: int = 3,
+                 repeat: int = 1, min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
+                 enable_cpu_cache_flush: bool = False, seed: int = 0,
+                 slow_call_seconds: float = 0.1, early_stop: "EarlyStop | None" = EarlyStop(),
+                 connect_timeout: float = 30):
+        _DaskBase.__init__(self, client_or_address, timeout, "DaskRunner", connect_timeout)
+        self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
+                                bool(enable_cpu_cache_flush), seed, 1e-3, 1e-5,
+                                slow_call_seconds)
+        self.early_stop = early_stop
+        self._best: dict = {}
+        self.per_worker = collections.defaultdict(lambda: {"count": 0, "noise": []})
+        workers = self._workers()
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        if not any(info[w].get("resources", {}).get(RESOURCE) for w in workers):
+            raise ClusterError(f"no Dask worker offers the resource {RESOURCE!r}: start "
+                               f"workers with --resources {RESOURCE}=1")
+
+    def run(self, inputs, build_results, verbose: int = 0) -> list:
+        t0 = time.perf_counter()
+        inputs, build_results = list(inputs), list(build_results)
+        if len(inputs) != len(build_results):
+            raise ValueError(f"DaskRunner.run: {len(inputs)} inputs but {len(build_results)} "
+                             "build results")
+        results = [None] * len(inputs)
+        todo = []
+        for i, (inp, br) in enumerate(zip(inputs, build_results)):
+            if br.error_no != MeasureErrorNo.NO_ERROR:
+                results[i] = MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
+            else:
+                todo.append(i)
+        self._run_all(inputs, build_results, todo, results)
+        self.last_seconds = time.perf_counter() - t0
+        self.total_seconds += self.last_seconds
+        return results
+
+    def _run_all(self, inputs, build_results, todo, results) -> None:
+        refused: dict = {i: set() for i in todo}
+        lost: collections.Counter = collections.Counter()
+        while todo:
+            workers = self._workers()
+            futures, deadline, limits = {}, {}, {}
+            for i in todo:
+                inp, br = inputs[i], build_results[i]
+                key = f"{inp.task.workload_key}|{inp.task.target}"
+                single, timeout, early = run_limits(self.config, self.early_stop, self.timeout,
+                                                    self._best.get(key))
+                allowed = [w for w in workers if w not in refused[i]]
+                futures[i] = self._call(
+                    self.client.submit, worker_run, str(inp.task.target), br.obj, br.metas, self.config, single,
+                    timeout, resources={RESOURCE: 1}, workers=allowed or None,
+                    allow_other_workers=False, pure=False, retries=0)
+                deadline[i] = time.monotonic() + timeout + _CLIENT_SLACK
+                limits[i] = (key, timeout, early)
+            done = self._gather(futures, deadline)
+            todo = []
+            for i, v in done.items():
+                again = self._result(i, v, build_results[i], limits[i], refused, lost, workers,
+                                     results)
+                if again:
+                    todo.append(i)
+
+    def _result(self, i, v, br, limits, refused, lost, workers, results) -> bool:
+        """Store candidate ``i``'s result; True if it must be sent again."""
+        key, timeout, early = limits
+        if isinstance(v, tuple):
+            status, costs, err, msg, secs, addr = v
+            if status == "refused":
+                refused[i].add(addr)
+                if set(workers) - refused[i]:
+                    return True
+                results[i] = MeasureResult.failed(err, f"no worker can run this target; last "
+                                                  f"refusal: {msg}", br.time_cost)
+                return False
+            results[i] = self._measured(key, costs, err, msg, br.time_cost + secs, addr,
+                                        timeout, early)
+            return False
+        if v == "timeout":
+            results[i] = MeasureResult.failed(MeasureErrorNo.RUN_TIMEOUT, "result not back "
+                                              f"within {timeout} s", br.time_cost + timeout)
+            return False
+        lost[i] += 1
+        if lost[i] <= _RETRIES:
+            return True
+        results[i] = MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, "measurement lost "
+                                          f"twice on the cluster: {type(v).__name__}: {v}",
+                                          br.time_cost)
+        return False
+
+    def _measured(self, key, costs, err, msg, all_cost, addr, timeout, early):
+        if err == MeasureErrorNo.RUN_TIMEOUT and early:
+            msg = f"stopped after {timeout:.3g} s {EARLY_STOP_MARK}: {msg}"
+        if err != MeasureErrorNo.NO_ERROR:
+            return MeasureResult.failed(err, msg, all_cost)
+        mean = sum(costs) / len(costs)
+        best = self._best.get(key)
+        self._best[key] = mean if best is None else min(best, mean)
+        stats = self.per_worker[addr]
+        stats["count"] += 1
+        if len(costs) > 1 and mean > 0:
+            stats["noise"].append(statistics.pstdev(costs) / mean)
+        return MeasureResult(costs, err, "", all_cost, time.time())
+
+    def summary(self) -> str:
+        """Measured candidates and median noise (std/mean of the repeats) per worker."""
+        lines = ["worker                           measured   median noise"]
+        for addr, s in sorted(self.per_worker.items()):
+            noise = f"{statistics.median(s['noise']):.1%}" if s["noise"] else "n/a"
+            lines.append(f"{addr:32s} {s['count']:8d}   {noise:>12s}")
+        return "\n".join(lines)
+
+
+__all__ = ["DaskBuilder", "DaskRunner", "ClusterError", "limit_host_features", "RESOURCE"]
