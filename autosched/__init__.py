@@ -5,15 +5,16 @@ Names follow TVM's ``tvm.auto_scheduler``.
 from records import load_records, save_records
 from records import load_best_record as _load_best_record
 
-from .builder import BuildEarlyStop, LocalBuilder
+from .measure.builder import BuildEarlyStop, LocalBuilder
 from .compute_dag import ComputeDAG
-from .cost_model import RandomModel, XGBModel
-from .dask_measure import ClusterError, DaskBuilder, DaskRunner
+from .cost_model.base import RandomModel
+from .cost_model.xgb_model import XGBModel
+from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
-from .measure import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
+from .measure.measurer import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
                       ProgramMeasurer, RecordToFile)
-from .runner import EarlyStop, LocalRunner
-from .search_policy import SearchParams, SketchPolicy
+from .measure.runner import EarlyStop, LocalRunner
+from .search.policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
 from .tuning import TuneStats, TuningOptions

@@ -1,18 +1,15 @@
-"""Built-in workloads of the ``tune`` CLI, drawn from the operator library, and the
-end-of-run summary (best vs the default schedule and, for matmul-like ops, vs numpy).
+"""Built-in workloads of the ``tune`` CLI, drawn from the operator library.
 
-Every built-in is a registered workload, so its key recreates it in worker processes.
+Every built-in is a registered workload, so its key recreates it in worker processes;
+``BUILTIN`` gives each one its default arguments, its default (topi) schedule and, for
+matmul-like ops, a numpy reference the CLI summary compares against.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
-import numpy as np
+from compiler import te, topi
 
-from compiler import build, te, topi
-
-from .tuning import best_state
 from .workload import register_workload
 
 
@@ -87,58 +84,3 @@ BUILTIN = {
                                 "schedule_depthwise_conv2d_nchw"),
     "softmax": Builtin((128, 1000), "row softmax", "schedule_softmax"),
 }
-
-
-def _arrays(tensors, rng):
-    return [rng.random([int(d.value) for d in t.shape]).astype(t.dtype) for t in tensors]
-
-
-def _time(mod, arrays, repeat=5) -> float:
-    return mod.time_evaluator(number=3, repeat=repeat, min_repeat_ms=20)(*arrays).median
-
-
-def default_schedule_cost(name: str, tensors, arrays) -> float | None:
-    fn = getattr(topi.x86, BUILTIN[name].schedule, None) if name in BUILTIN else None
-    s = fn(tensors[-1]) if fn is not None else te.create_schedule(tensors[-1].op)
-    return _time(build(s, tensors, name="default"), arrays)
-
-
-def numpy_cost(name: str, arrays) -> float | None:
-    ref = BUILTIN[name].numpy_ref if name in BUILTIN else None
-    if ref is None:
-        return None
-    ins = arrays[:-1]
-    ref(*ins)
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(3):
-            ref(*ins)
-        best = min(best, (time.perf_counter() - t) / 3)
-    return best
-
-
-def print_summary(task, name, args, log, stats, ns) -> int:
-    if stats.best_cost == float("inf"):
-        print(f"No valid schedule found in {stats.trials} trials ({stats.errors} errors); "
-              f"see {log}")
-        return 1
-    flops = task.compute_dag.flop_ct
-    state, _ = best_state(task, log)
-    sch, tensors = task.compute_dag.apply_steps_from_state(state)
-    arrays = _arrays(tensors, np.random.default_rng(0))
-    best = _time(build(sch, tensors, name="best"), arrays)
-    print(f"Best: {best * 1e3:.4f} ms, {flops / best / 1e9:.2f} GFLOPS "
-          f"({stats.trials} new trials, {stats.preloaded} from the log, {stats.errors} errors, "
-          f"{stats.wall_seconds:.1f} s, search overhead {stats.overhead_share:.0%})")
-    try:
-        d = default_schedule_cost(name, tensors, arrays)
-        print(f"vs default schedule: {d * 1e3:.4f} ms -> {d / best:.2f}x")
-    except Exception as err:  # noqa: BLE001 - the summary must not lose the tuning result
-        print(f"vs default schedule: unavailable ({type(err).__name__}: {err})")
-    n = numpy_cost(name, arrays)
-    if n is not None:
-        print(f"vs numpy: {n * 1e3:.4f} ms ({flops / n / 1e9:.2f} GFLOPS) -> {n / best:.2f}x")
-    print("Best schedule as Python:")
-    print(task.compute_dag.print_python_code_from_state(state))
-    return 0

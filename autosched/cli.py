@@ -1,4 +1,4 @@
-"""The ``tune`` console script.
+"""The ``tune`` console script and its end-of-run summary.
 
     tune [WORKLOAD] [--args 512 512 512] --trials N --log FILE [--target T] [--seed S]
 
@@ -17,16 +17,21 @@ import shlex
 import sys
 import time
 
+import numpy as np
+
+from compiler import build, te, topi
+
 from . import catalog
-from .builder import LocalBuilder
-from .cost_model import RandomModel, XGBModel
-from .dask_measure import ClusterError, DaskBuilder, DaskRunner
+from .measure.builder import LocalBuilder
+from .cost_model.base import RandomModel
+from .cost_model.xgb_model import XGBModel
+from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError
-from .measure import RecordToFile
-from .runner import LocalRunner
-from .search_policy import SketchPolicy
+from .measure.measurer import RecordToFile
+from .measure.runner import LocalRunner
+from .search.policy import SketchPolicy
 from .task import SearchTask
-from .tuning import TuningOptions
+from .tuning import TuningOptions, best_state
 from .workload import register_workload
 
 DEFAULT_WORKLOAD = "matmul"
@@ -144,6 +149,64 @@ def resume_command(ns, log: str) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+# ---------------------------------------------------------------- end-of-run summary
+def _arrays(tensors, rng):
+    return [rng.random([int(d.value) for d in t.shape]).astype(t.dtype) for t in tensors]
+
+
+def _time(mod, arrays, repeat=5) -> float:
+    return mod.time_evaluator(number=3, repeat=repeat, min_repeat_ms=20)(*arrays).median
+
+
+def default_schedule_cost(name: str, tensors, arrays) -> float | None:
+    entry = catalog.BUILTIN.get(name)
+    fn = getattr(topi.x86, entry.schedule, None) if entry is not None else None
+    s = fn(tensors[-1]) if fn is not None else te.create_schedule(tensors[-1].op)
+    return _time(build(s, tensors, name="default"), arrays)
+
+
+def numpy_cost(name: str, arrays) -> float | None:
+    entry = catalog.BUILTIN.get(name)
+    ref = entry.numpy_ref if entry is not None else None
+    if ref is None:
+        return None
+    ins = arrays[:-1]
+    ref(*ins)
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(3):
+            ref(*ins)
+        best = min(best, (time.perf_counter() - t) / 3)
+    return best
+
+
+def print_summary(task, name, args, log, stats, ns) -> int:
+    if stats.best_cost == float("inf"):
+        print(f"No valid schedule found in {stats.trials} trials ({stats.errors} errors); "
+              f"see {log}")
+        return 1
+    flops = task.compute_dag.flop_ct
+    state, _ = best_state(task, log)
+    sch, tensors = task.compute_dag.apply_steps_from_state(state)
+    arrays = _arrays(tensors, np.random.default_rng(0))
+    best = _time(build(sch, tensors, name="best"), arrays)
+    print(f"Best: {best * 1e3:.4f} ms, {flops / best / 1e9:.2f} GFLOPS "
+          f"({stats.trials} new trials, {stats.preloaded} from the log, {stats.errors} errors, "
+          f"{stats.wall_seconds:.1f} s, search overhead {stats.overhead_share:.0%})")
+    try:
+        d = default_schedule_cost(name, tensors, arrays)
+        print(f"vs default schedule: {d * 1e3:.4f} ms -> {d / best:.2f}x")
+    except Exception as err:  # noqa: BLE001 - the summary must not lose the tuning result
+        print(f"vs default schedule: unavailable ({type(err).__name__}: {err})")
+    n = numpy_cost(name, arrays)
+    if n is not None:
+        print(f"vs numpy: {n * 1e3:.4f} ms ({flops / n / 1e9:.2f} GFLOPS) -> {n / best:.2f}x")
+    print("Best schedule as Python:")
+    print(task.compute_dag.print_python_code_from_state(state))
+    return 0
+
+
 def main(argv=None) -> int:
     ns = parse_args(sys.argv[1:] if argv is None else argv)
     if ns.list:
@@ -182,7 +245,7 @@ def main(argv=None) -> int:
         return 130
     if not ns.quiet:
         sys.stderr.write("\n")
-    return catalog.print_summary(task, fname, args, log, stats, ns)
+    return print_summary(task, fname, args, log, stats, ns)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ from compiler.tir import expr as E
 from compiler.tir.functor import Visitor
 
 from . import state as S
-from .access import AccessAnalyzer
+from .features.access import AccessAnalyzer
 from .errors import AutoSchedError
-from .printing import PyNames, unique_names
-from .steps import apply_step, apply_to_schedule, check_state
+from .steps.printing import PyNames, unique_names
+from .steps.registry import apply_step, apply_to_schedule, check_state
 
 
 def _freeze(x):

@@ -28,12 +28,12 @@ from compiler import build, te, topi
 from compiler.errors import CompilerError
 
 from . import state as S
-from . import steps as ST
+from .steps import registry as ST
 from .errors import InvalidStepError
-from .init_rules import sample_state
-from .mutation_rules import mutate
-from .sketch_rules import generate_sketches
-from .steps_compute import scope_violation
+from .search.init_rules import sample_state
+from .search.mutation_rules import mutate
+from .search.sketch_rules import generate_sketches
+from .steps.compute import scope_violation
 from .task import SearchTask
 from .workload import register_workload
 

@@ -10,6 +10,7 @@ from dataclasses import astuple, dataclass
 
 from compiler.runtime.target import Target, parse_target
 
+from . import tuning as _tuning
 from .compute_dag import ComputeDAG
 from .errors import WorkloadError
 from .workload import make_workload_key, workload_key_to_tensors
@@ -67,5 +68,3 @@ class SearchTask:
         """The best schedule in ``log_file`` as schedule-API Python code."""
         return _tuning.print_best(self, log_file)
 
-
-from . import tuning as _tuning  # noqa: E402  (tuning builds on tasks' policies)

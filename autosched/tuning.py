@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 from records import load_best_record, load_records
 
-from . import serialize
-from .builder import LocalBuilder
-from .dask_measure import ClusterError
+from .steps import serialize
+from .measure.builder import LocalBuilder
+from .measure.dask import ClusterError
 from .errors import AutoSchedError, InvalidStepError
-from .measure import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, stopped_early
-from .runner import LocalRunner
-from .search_policy import SketchPolicy
+from .measure.measurer import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, stopped_early
+from .measure.runner import LocalRunner
+from .search.policy import SketchPolicy
 
 
 @dataclass

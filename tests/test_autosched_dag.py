@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from autosched import serialize
+from autosched.steps import serialize
 from autosched import state as S
 from autosched import steps as ST
 from autosched import workload as W

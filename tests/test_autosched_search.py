@@ -10,7 +10,7 @@ import pytest
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
-from autosched.builder import default_build_func
+from autosched.measure.builder import default_build_func
 from autosched.errors import WorkloadError
 from autosched.measure import MeasureInput, MeasureResult
 from compiler import build, te, tir, topi

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 import numpy as np
 import pytest
-from autosched import serialize
+from autosched.steps import serialize
 from autosched import state as S
 from autosched import steps as ST
 from autosched.compute_dag import ComputeDAG

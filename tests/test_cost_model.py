@@ -8,7 +8,7 @@ import pytest
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
-from autosched import serialize
+from autosched.steps import serialize
 from autosched import state as S
 from autosched.cost_model import (CostModelError, FeatureVersionError, RandomModel, XGBModel,
                                   XGBParams, pack_ids, pack_sum, pack_sum_square_error)

@@ -14,7 +14,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 import autosched as auto  # noqa: E402
-from autosched.dask_measure import (ClusterError, DaskBuilder, DaskRunner,  # noqa: E402
+from autosched.measure.dask import (ClusterError, DaskBuilder, DaskRunner,  # noqa: E402
                                     limit_host_features)
 from autosched.measure import MeasureErrorNo, MeasureInput  # noqa: E402
 from autosched.workload import register_workload  # noqa: E402

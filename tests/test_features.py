@@ -8,10 +8,10 @@ import pytest
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
-from autosched import features as F
+from autosched.features import extract as F
 from autosched import state as S
-from autosched.feature_nest import build_nests
-from autosched.mutation_rules import MUTATIONS, mutate
+from autosched.features.nest import build_nests
+from autosched.search.mutation_rules import MUTATIONS, mutate
 from autosched.steps import (AnnotationStep, CacheWriteStep, ComputeAtStep, FuseStep,
                              PragmaStep, ReorderStep, SplitStep, apply_step)
 from compiler.schedule.bound import attach_path, infer_bound

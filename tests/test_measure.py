@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import autosched.measure as measure_mod
+import autosched.measure.measurer as measure_mod
 import compiler
-from autosched.builder import BuildEarlyStop, LocalBuilder, default_build_func
+from autosched.measure.builder import BuildEarlyStop, LocalBuilder, default_build_func
 from autosched.measure import (BuildResult, MeasureErrorNo, MeasureInput, MeasureResult,
                                ProgramMeasurer, RecordToFile, stopped_early)
-from autosched.runner import EarlyStop, LocalRunner, _arguments
-from autosched.workers import WorkerPool
+from autosched.measure.runner import EarlyStop, LocalRunner, _arguments
+from autosched.measure.workers import WorkerPool
 from compiler import te
 from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
 from records import (FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record,

@@ -280,5 +280,3 @@ def _reduce_root_values(st, op):
         out[iv.var] = _op.add(vals[iv], iv.dom.min)
     return out, preds
 
-
-from . import schedule as _sched  # noqa: E402

@@ -17,6 +17,7 @@ from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 from ..tir import expr as E
 from ..tir import op as _op
+from . import dataflow as _dataflow
 from .relations import Fuse, Split, split_extents
 
 # iter var annotation kinds
@@ -336,7 +337,5 @@ def create_schedule(ops) -> Schedule:
             out.append(o)
     return Schedule(out)
 
-
-from . import dataflow as _dataflow  # noqa: E402  (dataflow builds on Schedule/Stage)
 
 __all__ = ["Schedule", "Stage", "Split", "Fuse", "create_schedule", "PlaceholderOp"]

@@ -8,7 +8,9 @@ output; for reductions each is a top-level ``Reduce`` sharing one combiner and a
 from __future__ import annotations
 
 from ..errors import TEError
+from ..tir import dtype as _dt
 from ..tir import expr as E
+from ..tir import op as _op
 from ..tir.functor import Visitor
 
 
@@ -154,6 +156,3 @@ def collect_inputs(body) -> tuple:
     _Collect().visit(tuple(body))
     return tuple(found)
 
-
-from ..tir import dtype as _dt  # noqa: E402
-from ..tir import op as _op  # noqa: E402

@@ -420,6 +420,17 @@ def as_var(x) -> Var:
     return x.var if isinstance(x, IterVar) else x
 
 
-# Imported last on purpose: op and printer build and read the classes defined above.
-from . import op as _op  # noqa: E402
-from . import printer as _printer  # noqa: E402
+# tir.op (arithmetic with constant folding) and tir.printer build on the classes above.
+# They register themselves here when imported (tir/__init__ imports both) rather than
+# this module importing them, which would be an import cycle.
+_op: Any = None
+_printer: Any = None
+
+
+def register_impl(op=None, printer=None) -> None:
+    """Install the modules that implement node arithmetic and printing."""
+    global _op, _printer
+    if op is not None:
+        _op = op
+    if printer is not None:
+        _printer = printer

@@ -8,12 +8,13 @@ operand, as in TVM.
 from __future__ import annotations
 
 import math
+import sys
 
 from ..errors import TEError
 from . import dtype as dt
 from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Call, Cast, Div, FloatImm,
                    FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mod, Mul, Not, Or,
-                   PrimExpr, Select, Sub)
+                   PrimExpr, Select, Sub, register_impl)
 
 # Intrinsics the code generator knows, with their arity.
 INTRINSICS = {
@@ -377,3 +378,6 @@ def max_value(dtype: str) -> PrimExpr:
     if dt.is_uint(dtype):
         return const((1 << dt.bits(dtype)) - 1, dtype)
     return const((1 << (dt.bits(dtype) - 1)) - 1, dtype)
+
+
+register_impl(op=sys.modules[__name__])

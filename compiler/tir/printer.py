@@ -7,6 +7,8 @@ parentheses that keep precedence, and serial/parallel/vectorized/unrolled loops 
 """
 from __future__ import annotations
 
+import sys
+
 from . import dtype as dt
 from . import expr as E
 from . import stmt as S
@@ -197,3 +199,6 @@ def astext(node) -> str:
     if isinstance(node, E.CommReducer):
         return f"T.comm_reducer({node.name})"
     return p.expr(node)
+
+
+E.register_impl(printer=sys.modules[__name__])

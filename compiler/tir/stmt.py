@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .expr import IntImm, Node, PrimExpr, Var
+from .op import convert as _conv
 
 
 class ForKind:
@@ -140,5 +141,3 @@ def seq(*stmts) -> Stmt:
         return Evaluate(IntImm("int32", 0))
     return out[0] if len(out) == 1 else SeqStmt(tuple(out))
 
-
-from .op import convert as _conv  # noqa: E402  (op imports this module's users)

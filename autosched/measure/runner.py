@@ -10,7 +10,7 @@ Invariants:
 - ONE worker, candidates one at a time: kernels are multi-threaded and must not compete
   with each other (or with the builders, which are idle while the runner runs);
 - the worker comes from the fork server, never forked from the tuner: see
-  ``autosched.workers``;
+  ``autosched.measure.workers``;
 - a kernel that kills the worker (segfault) is RUNTIME_DEVICE (4); one that outlives
   ``timeout`` (+ ``cooldown_interval``) is RUN_TIMEOUT (7); in both cases the worker is
   killed if needed and restarted, and the next candidate runs in the fresh worker;
@@ -38,8 +38,8 @@ import compiler
 from compiler.runtime import empty_aligned, load_module
 
 from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
-from .errors import AutoSchedError
-from .measure import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
+from ..errors import AutoSchedError
+from .measurer import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
     ProgramRunner, check_fields
 
 _ARRAY_ALIGN = 64

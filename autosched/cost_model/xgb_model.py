@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import importlib
 import json
-import random
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from compiler.errors import CompilerError
+from compiler.runtime.target import parse_target
 from records import load_records
 
-from . import serialize
-from .errors import AutoSchedError, InvalidStepError, WorkloadError
-from .features import FEATURE_NAMES, FEATURE_VERSION, FeatureConfig, FeatureError, \
+from ..steps import serialize
+from ..compute_dag import ComputeDAG
+from .base import CostModel, CostModelError, FeatureVersionError
+from ..errors import InvalidStepError, WorkloadError
+from ..workload import workload_key_to_tensors
+from ..features.extract import FEATURE_NAMES, FEATURE_VERSION, FeatureConfig, FeatureError, \
     FeatureExtractor
 
 MODEL_FORMAT = "autosched.XGBModel"
@@ -46,30 +49,6 @@ def _xgb():
     if not _XGBOOST:
         _XGBOOST.append(importlib.import_module("xgboost"))
     return _XGBOOST[0]
-
-
-class CostModelError(AutoSchedError):
-    """A cost model cannot do what was asked (e.g. save before training)."""
-
-
-class FeatureVersionError(CostModelError):
-    """A saved model was trained on features this build does not compute."""
-
-
-class CostModel:
-    def update(self, inputs, results) -> None:
-        """Learn from measured (MeasureInput, MeasureResult) pairs."""
-
-    def predict(self, task, states) -> list:
-        raise NotImplementedError
-
-
-class RandomModel(CostModel):
-    def __init__(self, seed: int = 0):
-        self.rng = random.Random(seed)
-
-    def predict(self, task, states) -> list:
-        return [self.rng.random() for _ in states]
 
 
 # ---------------------------------------------------------------------- pack-sum objective
@@ -165,20 +144,21 @@ class XGBModel(CostModel):
     def update_from_file(self, log: str) -> int:
         """Pre-train from a tuning log; returns the number of records used.  Records of
         unknown workloads or whose steps no longer apply are skipped."""
-        tasks: dict = {}
+        dags: dict = {}
         by_task: dict = {}
         for rec in load_records(log):
             key = (rec.input.workload_key, rec.input.target)
             try:
-                task = tasks.get(key)
-                if task is None:
-                    task = tasks[key] = SearchTask(workload_key=key[0], target=key[1])
-                state = serialize.state_from_record(task, rec)
+                dag = dags.get(key[0])
+                if dag is None:
+                    dag = dags[key[0]] = ComputeDAG(workload_key_to_tensors(key[0]))
+                state = dag.state_from_steps(serialize.decode_steps(rec))
+                task_key = (key[0], str(parse_target(key[1])))
             except (WorkloadError, InvalidStepError, CompilerError):
                 continue
             r = rec.result
             ok = r.error_no == 0 and r.costs
-            states, costs = by_task.setdefault((task.workload_key, str(task.target)), ([], []))
+            states, costs = by_task.setdefault(task_key, ([], []))
             states.append(state)
             costs.append(sum(r.costs) / len(r.costs) if ok else None)
         before = self.num_records
@@ -278,6 +258,3 @@ class XGBModel(CostModel):
         booster.set_param({"nthread": self.params.nthread})
         self.booster = booster
 
-
-# Imported last: ``task`` pulls in the tuning loop, which imports this module's models.
-from .task import SearchTask  # noqa: E402

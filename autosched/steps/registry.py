@@ -10,10 +10,10 @@ from dataclasses import fields
 
 from compiler.errors import CompilerError
 
-from .errors import InvalidStepError
-from .steps_compute import (CacheReadStep, CacheWriteStep, ComputeAtStep, ComputeInlineStep,
+from ..errors import InvalidStepError
+from .compute import (CacheReadStep, CacheWriteStep, ComputeAtStep, ComputeInlineStep,
                             ComputeRootStep, RfactorStep, scope_violation)
-from .steps_loop import (AnnotationStep, FollowFusedSplitStep, FollowSplitStep, FuseStep,
+from .loop import (AnnotationStep, FollowFusedSplitStep, FollowSplitStep, FuseStep,
                          PragmaStep, ReorderStep, SplitStep, StorageAlignStep)
 
 STEP_CLASSES = {c.CODE: c for c in (

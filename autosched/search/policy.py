@@ -13,13 +13,13 @@ import random
 import time
 from dataclasses import dataclass
 
-from .cost_model import XGBModel
-from .errors import InvalidStepError
+from ..cost_model.xgb_model import XGBModel
+from ..errors import InvalidStepError
 from .init_rules import sample_state
-from .measure import MeasureInput
+from ..measure.measurer import MeasureInput
 from .mutation_rules import MUTATIONS, mutate
 from .sketch_rules import generate_sketches
-from .steps_compute import scope_violation
+from ..steps.compute import scope_violation
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,10 @@ import numpy as np
 
 from compiler.te.tensor import ComputeOp
 
-from . import state as S
-from .feature_body import READ, body_info
-from .steps_compute import CacheReadStep, CacheWriteStep, RfactorStep
-from .steps_loop import (FollowFusedSplitStep, FollowSplitStep, FuseStep, ReorderStep,
+from .. import state as S
+from .body import READ, body_info
+from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
+from ..steps.loop import (FollowFusedSplitStep, FollowSplitStep, FuseStep, ReorderStep,
                          SplitStep, split_chain_extents)
 
 # annotation position codes (Ansor's AnnotationPosType)

@@ -13,8 +13,8 @@ from math import prod
 from compiler.errors import ScheduleError
 from compiler.schedule.relations import split_extents
 
-from . import state as S
-from .errors import InvalidStepError
+from .. import state as S
+from ..errors import InvalidStepError
 
 _ANN_TO_TE = {S.ANN_UNROLL: "unroll", S.ANN_VECTORIZE: "vectorize", S.ANN_PARALLEL: "parallel"}
 

@@ -41,11 +41,11 @@ import traceback
 import weakref
 from dataclasses import dataclass
 
-from .errors import AutoSchedError
+from ..errors import AutoSchedError
 
 _CTX = multiprocessing.get_context("forkserver")
 # What the fork server imports before it forks workers: the job functions' modules.
-_PRELOAD = ["autosched.builder", "autosched.runner"]
+_PRELOAD = ["autosched.measure.builder", "autosched.measure.runner"]
 _CTX.set_forkserver_preload(_PRELOAD)
 DEFAULT_STARTUP_TIMEOUT = 120.0
 

@@ -36,11 +36,11 @@ from compiler.errors import BuildError
 from compiler.runtime import check_runnable, parse_target
 
 from .builder import _build_job, _cached_task, _pickle_task, default_build_func
-from .errors import AutoSchedError
-from .measure import (EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput,
+from ..errors import AutoSchedError
+from .measurer import (EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput,
                       MeasureResult, ProgramBuilder, ProgramRunner)
 from .runner import EarlyStop, RunConfig, _run_job, run_limits
-from .steps import step_from_record
+from ..steps.registry import step_from_record
 from .workers import WorkerPool, check_seconds
 
 RESOURCE = "measure"

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from compiler.errors import CompilerError
 from compiler.tir.expr import IterVar
 
-from . import state as S
-from .errors import InvalidStepError
-from .steps_loop import SplitStep, _iter, _stage, te_leaf
+from .. import state as S
+from ..errors import InvalidStepError
+from .loop import SplitStep, _iter, _stage, te_leaf
 
 
 def _reads(op, other) -> bool:

@@ -8,9 +8,9 @@ fill them.  Rules: skip, always-inline, add-rfactor, add-cache-write, multi-leve
 """
 from __future__ import annotations
 
-from . import state as S
-from . import steps as ST
-from .steps import apply_step
+from .. import state as S
+from ..steps import registry as ST
+from ..steps.registry import apply_step
 
 # condition kinds, as in Ansor
 PASS, APPLY, APPLY_AND_SKIP_REST = 0, 1, 2

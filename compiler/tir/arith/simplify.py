@@ -1,7 +1,4 @@
-"""Integer arithmetic on TIR expressions: canonical simplification and linearity.
-
-``const_int_bound`` and ``detect_linear`` live in ``tir.analysis`` (they are queries) and
-are re-exported here.
+"""Canonical simplification of TIR integer expressions (``Simplifier``, ``simplify_expr``).
 
 Invariants:
 - ``simplify_expr`` never changes the value of an expression for the given variable ranges;
@@ -19,15 +16,15 @@ from __future__ import annotations
 
 from math import gcd
 
-from . import dtype as dt
-from . import op as _op
-from .analysis import (BoundAnalyzer, bound_add, bound_scale, const_int_bound, detect_linear,
-                       new_key_memo)
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, Broadcast, BufferLoad, Call, Cast, FloatImm,
+from .. import dtype as dt
+from .. import op as _op
+from ..analysis import new_key_memo
+from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Broadcast, BufferLoad, Call, Cast, FloatImm,
                    FloorDiv, FloorMod, IntImm, Let, Mul, Not, Ramp, Select, Sub, Var)
-from .functor import Mutator
+from ..functor import Mutator
+from .const_int_bound import BoundAnalyzer, bound_add, bound_scale
 
-__all__ = ["const_int_bound", "simplify_expr", "detect_linear", "Simplifier"]
+__all__ = ["simplify_expr", "Simplifier"]
 
 _SIGNED = frozenset(("int8", "int16", "int32", "int64"))
 

@@ -10,7 +10,7 @@ import time
 
 from records import MeasureInputRecord, MeasureResultRecord, Record
 
-from .steps import apply_step, step_from_record
+from .registry import apply_step, step_from_record
 
 
 def encode_record(inp, res, seed=None) -> Record:

@@ -1,4 +1,4 @@
-"""LocalBuilder: compile candidates in a WorkerPool (``autosched.workers``).
+"""LocalBuilder: compile candidates in a WorkerPool (``autosched.measure.workers``).
 
 Role: apply a state's steps, lower and compile each candidate (``default_build_func``) in
 worker processes and turn every outcome into a ``BuildResult``.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import compiler
 
-from .errors import AutoSchedError
-from .measure import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput, \
+from ..errors import AutoSchedError
+from .measurer import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput, \
     ProgramBuilder, check_fields
 from .workers import DEFAULT_STARTUP_TIMEOUT, JobOutcome, WorkerPool, check_seconds
 

@@ -47,10 +47,10 @@ from math import prod
 
 import numpy as np
 
-from . import state as S
-from .errors import AutoSchedError
-from .feature_body import COUNT_NAMES, row_major_strides
-from .feature_nest import build_nests
+from .. import state as S
+from ..errors import AutoSchedError
+from .body import COUNT_NAMES, row_major_strides
+from .nest import build_nests
 
 N_BUFFERS = 5
 CURVE_POINTS = 10

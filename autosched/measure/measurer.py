@@ -5,8 +5,8 @@ Role: the vocabulary shared by the search and the measurement machinery.
 of it (object code or an error); ``MeasureResult`` is what a runner timed.
 ``ProgramMeasurer`` drives a builder and a runner over batches of inputs, keeps the best
 cost/state per workload and calls the measure callbacks (``RecordToFile`` appends every
-measurement to a log).  ``LocalBuilder`` lives in ``autosched.builder`` and
-``LocalRunner`` in ``autosched.runner``; both import this module, never the reverse.
+measurement to a log).  ``LocalBuilder`` lives in ``autosched.measure.builder`` and
+``LocalRunner`` in ``autosched.measure.runner``; both import this module, never the reverse.
 
 Invariants:
 - costs are seconds; a failed measurement has ``error_no != 0`` and costs
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from records import FAILURE_COST, ErrorNo, RecordWriter
 
-from . import serialize
+from ..steps import serialize
 
 # TVM's MeasureErrorNo: NO_ERROR 0, INSTANTIATION_ERROR 1, COMPILE_HOST 2, COMPILE_DEVICE 3,
 # RUNTIME_DEVICE 4, WRONG_ANSWER 5, BUILD_TIMEOUT 6, RUN_TIMEOUT 7, UNKNOWN_ERROR 8.

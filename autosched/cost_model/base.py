@@ -1,0 +1,36 @@
+"""The cost-model interface and the random baseline.
+
+A model scores States for the search (higher = predicted faster): ``update(inputs,
+results)`` after measurements, ``predict(task, states) -> list[float]``.
+"""
+from __future__ import annotations
+
+import random
+
+from ..errors import AutoSchedError
+
+__all__ = ["CostModel", "CostModelError", "FeatureVersionError", "RandomModel"]
+
+
+class CostModelError(AutoSchedError):
+    """A cost model cannot do what was asked (e.g. save before training)."""
+
+
+class FeatureVersionError(CostModelError):
+    """A saved model was trained on features this build does not compute."""
+
+
+class CostModel:
+    def update(self, inputs, results) -> None:
+        """Learn from measured (MeasureInput, MeasureResult) pairs."""
+
+    def predict(self, task, states) -> list:
+        raise NotImplementedError
+
+
+class RandomModel(CostModel):
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+
+    def predict(self, task, states) -> list:
+        return [self.rng.random() for _ in states]
