@@ -118,15 +118,17 @@ def test_a_worker_killed_mid_batch_costs_only_a_retry(cluster):
 
 def test_a_worker_that_cannot_run_the_target_refuses_and_another_measures(cluster):
     _, client = cluster
+    client.wait_for_workers(2, timeout=60)
     workers = sorted(client.scheduler_info()["workers"])
+    assert len(workers) == 2, workers
     builder, runner = DaskBuilder(client), DaskRunner(client)
     inputs = _inputs("dask_test_matmul", (16,), n=4)
     built = builder.build(inputs)
     try:
         client.run(limit_host_features, ["avx2", "avx512f"], workers=[workers[0]])
         results = runner.run(inputs, built)
-        assert all(r.is_valid for r in results)
-        assert set(runner.per_worker) == {workers[1]}
+        assert all(r.is_valid for r in results), [r.error_msg for r in results]
+        assert set(runner.per_worker) == {workers[1]}, (dict(runner.per_worker), workers)
         client.run(limit_host_features, ["avx2", "avx512f"])
         results = runner.run(inputs[:1], built[:1])
         assert results[0].error_no == MeasureErrorNo.RUNTIME_DEVICE
