@@ -5,7 +5,7 @@ Names follow TVM's ``tvm.auto_scheduler``.
 from records import load_records, save_records
 from records import load_best_record as _load_best_record
 
-from .measure.builder import BuildEarlyStop, LocalBuilder
+from .measure.builder import BuildCutoff, LocalBuilder
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
@@ -13,7 +13,7 @@ from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
 from .measure.measurer import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
                       ProgramMeasurer, RecordToFile)
-from .measure.runner import EarlyStop, LocalRunner
+from .measure.runner import RunCutoff, LocalRunner
 from .search.policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
@@ -30,7 +30,7 @@ def load_best_record(log_file: str, workload_key: str, target=None):
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
            "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
-           "BuildEarlyStop", "LocalRunner", "EarlyStop", "DaskBuilder", "DaskRunner", "ClusterError",
+           "BuildCutoff", "LocalRunner", "RunCutoff", "DaskBuilder", "DaskRunner", "ClusterError",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "AutoSchedError", "InvalidStepError", "WorkloadError"]

@@ -47,7 +47,7 @@ def parse_args(argv):
     p.add_argument("--target", default="llvm")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-round", type=int, default=16, help="measurements per round")
-    p.add_argument("--early-stopping", type=int, default=None)
+    p.add_argument("--cut-offping", type=int, default=None)
     p.add_argument("--runner-number", type=int, default=3)
     p.add_argument("--runner-repeat", type=int, default=1)
     p.add_argument("--min-repeat-ms", type=int, default=0)
@@ -110,7 +110,7 @@ class Progress:
             f"{self.task.compute_dag.flop_ct / stats.best_cost / 1e9:.1f} GFLOPS")
         bar = "#" * int(20 * done / max(1, self.budget))
         sys.stderr.write(f"\r[{bar:<20}] {done}/{self.budget} trials | best {best} | "
-                         f"errors {stats.errors} | stopped early {stats.stopped_early} | "
+                         f"errors {stats.errors} | cut off {stats.cut_off} | "
                          f"ETA {eta:5.0f} s ")
         sys.stderr.flush()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from compiler import te
-from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor, post_order_ops
 from compiler.tir import expr as E
 from compiler.tir.functor import Visitor
 
@@ -32,7 +32,7 @@ class ComputeDAG:
         self.tensors = list(tensors)
         if not self.tensors or not all(isinstance(t, Tensor) for t in self.tensors):
             raise AutoSchedError(f"ComputeDAG expects a list of tensors, got {tensors!r}")
-        readers = {t.op for op in _all_ops(self.tensors) for t in op.input_tensors}
+        readers = {t.op for op in post_order_ops(self.tensors) for t in op.input_tensors}
         self.outputs = [t.op for t in self.tensors
                         if isinstance(t.op, ComputeOp) and t.op not in readers]
         if not self.outputs:
@@ -143,22 +143,6 @@ class ComputeDAG:
 
     def __repr__(self):
         return f"ComputeDAG({', '.join(op.name for op in self.ops)})"
-
-
-def _all_ops(tensors) -> list:
-    seen, out = set(), []
-
-    def visit(op):
-        if id(op) in seen:
-            return
-        seen.add(id(op))
-        for t in op.input_tensors:
-            visit(t.op)
-        out.append(op)
-
-    for t in tensors:
-        visit(t.op)
-    return out
 
 
 class _FlopCounter(Visitor):

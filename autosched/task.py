@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import astuple, dataclass
 
-from compiler.runtime.target import Target, parse_target
+from compiler.target import Target, parse_target
 
 from . import tuning as _tuning
+from .checks import check_fields
 from .compute_dag import ComputeDAG
 from .errors import WorkloadError
 from .workload import make_workload_key, workload_key_to_tensors
@@ -26,6 +27,13 @@ class HardwareParams:
     max_threads_per_block: int = 0
     max_vthread_extent: int = 0
     warp_size: int = 0
+
+    def __post_init__(self):
+        check_fields(self, ("num_cores", "vector_unit_bytes", "cache_line_bytes"), 1,
+                     integer=True)
+        check_fields(self, ("max_shared_memory_per_block", "max_local_memory_per_block",
+                            "max_threads_per_block", "max_vthread_extent", "warp_size"), 0,
+                     integer=True)
 
     @staticmethod
     def for_target(target: Target) -> "HardwareParams":

@@ -18,8 +18,9 @@ from records import load_best_record, load_records
 from .steps import serialize
 from .measure.builder import LocalBuilder
 from .measure.dask import ClusterError
+from .checks import check_fields
 from .errors import AutoSchedError, InvalidStepError
-from .measure.measurer import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, stopped_early
+from .measure.measurer import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, was_cut_off
 from .measure.runner import LocalRunner
 from .search.policy import SketchPolicy
 
@@ -35,6 +36,19 @@ class TuningOptions:
     measure_callbacks: list = field(default_factory=list)
     progress_callback: object = None
 
+    def __post_init__(self):
+        check_fields(self, ("num_measure_trials", "verbose"), 0, integer=True)
+        check_fields(self, ("num_measures_per_round",), 1, integer=True)
+        if self.early_stopping is not None:
+            check_fields(self, ("early_stopping",), 1, integer=True)
+        for name in ("builder", "runner"):
+            if getattr(self, name) != "local" and not hasattr(getattr(self, name),
+                                                              "build" if name == "builder"
+                                                              else "run"):
+                raise TypeError(f"TuningOptions {name}={getattr(self, name)!r}: expected "
+                                f"'local' or an object with a "
+                                f"{'build' if name == 'builder' else 'run'}() method")
+
     def make_builder(self):
         return LocalBuilder() if self.builder == "local" else self.builder
 
@@ -47,8 +61,8 @@ class TuneStats:
     """What a tuning run did: trials, best cost and where the wall time went."""
     trials: int = 0
     preloaded: int = 0
-    errors: int = 0               # failed candidates, early stops excluded
-    stopped_early: int = 0        # far slower than the best: stopped on purpose
+    errors: int = 0               # failed candidates, cut-offs excluded
+    cut_off: int = 0        # far slower than the best: stopped on purpose
     best_cost: float = math.inf
     wall_seconds: float = 0.0
     build_seconds: float = 0.0
@@ -117,8 +131,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
                     cost = sum(res.costs) / len(res.costs)
                     if cost < stats.best_cost:
                         stats.best_cost, best_at = cost, stats.trials
-                elif stopped_early(res):
-                    stats.stopped_early += 1
+                elif was_cut_off(res):
+                    stats.cut_off += 1
                 else:
                     stats.errors += 1
             _account(stats, measurer, policy, start)

@@ -3,7 +3,7 @@ from . import errors, te, tir
 from .build import build, build_object, lower
 from .errors import (BuildError, CodegenError, CompilerError, LoweringError, ScheduleError,
                      TEError)
-from .runtime.target import Target, parse_target
+from .target import Target, parse_target
 
 __all__ = ["te", "tir", "errors", "lower", "build", "build_object", "Target", "parse_target",
            "CompilerError", "TEError", "ScheduleError", "LoweringError", "CodegenError",

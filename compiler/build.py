@@ -16,7 +16,7 @@ from .runtime.cache import DEFAULT_CACHE
 from .runtime.jit import compile_ir, load_module
 from .runtime.meta import meta_from_primfunc, resolve_alignment
 from .runtime.module import Module
-from .runtime.target import Target, parse_target
+from .target import Target, parse_target
 from .schedule.lower import lower as _lower_schedule
 from .schedule.schedule import Schedule
 from .tir.stmt import PrimFunc

@@ -33,7 +33,7 @@ from compiler import build, te
 from compiler.build import lower
 from compiler.codegen.llvm import codegen_llvm
 from compiler.runtime import compile_ir, load_module, meta_from_primfunc
-from compiler.runtime.target import parse_target
+from compiler.target import parse_target
 
 N = 1024
 

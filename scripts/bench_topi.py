@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from compiler import build, te, topi  # noqa: E402
 from compiler.runtime.module import as_aligned  # noqa: E402
-from compiler.runtime.target import parse_target  # noqa: E402
+from compiler.target import parse_target  # noqa: E402
 
 try:  # optional comparison, never a dependency
     import torch  # noqa: E402

@@ -72,7 +72,7 @@ def tune_curve(func, args, model: str, budgets, seed: int, per_round: int) -> di
     return {"best_gflops": best_at, "curve": [(t, flops / c / 1e9 if c < float("inf") else 0)
                                               for t, c in curve],
             "trials": stats.trials, "errors": stats.errors,
-            "stopped_early": stats.stopped_early, "wall_s": stats.wall_seconds,
+            "cut_off": stats.cut_off, "wall_s": stats.wall_seconds,
             "build_s": stats.build_seconds, "run_s": stats.run_seconds,
             "search_s": stats.search_seconds,
             "candidates_per_s": stats.trials / stats.wall_seconds,

@@ -11,7 +11,7 @@ import numpy as np
 
 import jit_helper
 from compiler.codegen.llvm import codegen_llvm
-from compiler.runtime.target import host_target
+from compiler.target import host_target
 from compiler.tir import BufferLoad, BufferStore, For, PrimFunc, Ramp, Var, const, decl_buffer
 
 TARGET = host_target()

@@ -1,60 +1,39 @@
-"""Test-only JIT: compile LLVM IR text with llvmlite MCJIT and call it on numpy arrays.
+"""Test helper: compile LLVM IR text and call its functions on numpy arrays.
 
-Role: lets the codegen tests run generated kernels without the real runtime
-(compiler/runtime, written separately).  Invariants: every module is verified before
-optimization (LLVM is built with assertions: bad IR must fail here, not abort);
-optimization uses the new pass builder at the target's speed level; engines are kept
-alive for the life of the process so the returned function pointers stay valid;
-libgomp is loaded once so ``GOMP_parallel`` resolves.
+Role: lets the codegen tests run generated IR without FuncMeta/argument checking.  It
+uses the runtime's one JIT harness (``compile_ir_full``: parse, verify, optimize with
+the new pass builder at the requested level, emit an object; ``link_object``: link it
+into the process's LLJIT), so the tests exercise exactly what the runtime does.
+Returned modules keep their code mapped; libgomp is resolved by the runtime.
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import re
 import time
-from functools import lru_cache
 
-import llvmlite.binding as llvm
 import numpy as np
 
-from compiler.runtime.target import Target, host_target
+from compiler.runtime.jit import compile_ir_full, link_object
+from compiler.target import Target, host_target
 
-_ENGINES = []
-
-
-@lru_cache(maxsize=None)
-def _init() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    gomp = ctypes.util.find_library("gomp")
-    if gomp:
-        llvm.load_library_permanently(gomp)
-
-
-@lru_cache(maxsize=None)
-def _target_machine(cpu: str, features: str, opt: int):
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=cpu, features=features, opt=opt,
-                                        codemodel="jitdefault", jit=True)
+# external functions a module defines (internal ones cannot be looked up)
+_DEFINE = re.compile(r'^define (?!internal|private)[^@]*@("?[\w.$]+"?)\(', re.M)
 
 
 class JitModule:
     """Functions of one compiled module, callable with numpy arrays."""
 
-    def __init__(self, engine, ir_text: str, module):
-        self.engine = engine
+    def __init__(self, tracker, ir_text: str, optimized_ir: str, names):
         self.ir = ir_text
-        self._module = module
-
-    @property
-    def optimized_ir(self) -> str:
-        return str(self._module)
+        self.optimized_ir = optimized_ir
+        self._tracker = tracker
+        self._names = set(names)
 
     def address(self, name: str) -> int:
-        addr = self.engine.get_function_address(name)
-        if not addr:
+        if name not in self._names:
             raise KeyError(f"function {name!r} not found in the JIT module")
-        return addr
+        return self._tracker[name]
 
     def func(self, name: str, nargs: int, extra=()):
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs), *extra)
@@ -81,29 +60,11 @@ def _ptr(a: np.ndarray) -> int:
 
 def compile_ir(ir_text: str, target: Target | None = None, opt: int = 3) -> JitModule:
     """Parse, verify, optimize and JIT ``ir_text``."""
-    _init()
-    target = target or host_target()
-    tm = _target_machine(target.mcpu, target.features, opt)
-    mod = llvm.parse_assembly(ir_text)
-    mod.verify()
-    if opt > 0:
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
-    _ENGINES.append(engine)
-    return JitModule(engine, ir_text, mod)
+    out = compile_ir_full(ir_text, target or host_target(), opt)
+    names = [n.strip('"') for n in _DEFINE.findall(ir_text)]
+    return JitModule(link_object(out.object, names), ir_text, out.optimized_ir, names)
 
 
 def asm_of(ir_text: str, target: Target | None = None, opt: int = 3) -> str:
     """Assembly text of ``ir_text`` after optimization (for inspecting codegen)."""
-    _init()
-    target = target or host_target()
-    tm = _target_machine(target.mcpu, target.features, opt)
-    mod = llvm.parse_assembly(ir_text)
-    mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
-    return tm.emit_assembly(mod)
+    return compile_ir_full(ir_text, target or host_target(), opt).assembly

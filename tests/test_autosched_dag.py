@@ -16,7 +16,7 @@ from autosched.errors import AutoSchedError, InvalidStepError, WorkloadError
 from autosched.steps import apply_step
 from autosched.task import HardwareParams, SearchTask
 from compiler import lower, te
-from compiler.runtime.target import parse_target
+from compiler.target import parse_target
 from records import FAILURE_COST, Record
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from codegen_tir import LANES, TARGET, build, buf, ld, loop, ramp, run, st
 from compiler.codegen.llvm import codegen_llvm
-from compiler.runtime.target import parse_target
+from compiler.target import parse_target
 from compiler.tir import (Allocate, Broadcast, Cast, Evaluate, For, LetStmt, LT, Not,
                           PrimFunc, Var, const, decl_buffer, seq)
 

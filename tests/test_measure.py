@@ -17,10 +17,10 @@ import pytest
 
 import autosched.measure.measurer as measure_mod
 import compiler
-from autosched.measure.builder import BuildEarlyStop, LocalBuilder, default_build_func
+from autosched.measure.builder import BuildCutoff, LocalBuilder, default_build_func
 from autosched.measure import (BuildResult, MeasureErrorNo, MeasureInput, MeasureResult,
-                               ProgramMeasurer, RecordToFile, stopped_early)
-from autosched.measure.runner import EarlyStop, LocalRunner, _arguments
+                               ProgramMeasurer, RecordToFile, was_cut_off)
+from autosched.measure.runner import RunCutoff, LocalRunner, _arguments
 from autosched.measure.workers import WorkerPool
 from compiler import te
 from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
@@ -134,8 +134,8 @@ def builder():
 
 @pytest.fixture(scope="module")
 def runner():
-    # No early stop: these tests plant kernels against the hard timeout.
-    with LocalRunner(timeout=RUN_TIMEOUT, number=2, repeat=2, early_stop=None) as r:
+    # No cut-off: these tests plant kernels against the hard timeout.
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, repeat=2, cutoff=None) as r:
         r.start()
         yield r
 
@@ -152,7 +152,7 @@ def test_data_classes_validate_and_fail_with_failure_cost():
     assert ok.is_valid and ok.mean_cost == pytest.approx(2e-3)
     with pytest.raises(ValueError, match="at least one cost"):
         MeasureResult([], 0, "", 0.0, 0.0)
-    with pytest.raises(ValueError, match="error_no 9"):
+    with pytest.raises(ValueError, match=r"MeasureResult error_no=9: expected an int >= 0 and <= 8"):
         MeasureResult([1.0], 9, "", 0.0, 0.0)
     with pytest.raises(ValueError, match="needs object bytes"):
         BuildResult(None, None, 0, "", 0.0)
@@ -334,48 +334,48 @@ def test_slow_candidate_is_timed_once(task, builder):
     assert fast.error_no == 0 and len(fast.costs) == 2
 
 
-def test_runner_early_stop_kills_a_kernel_far_slower_than_the_best(task, builder):
+def test_runner_cutoff_kills_a_kernel_far_slower_than_the_best(task, builder):
     """Before any valid measurement only the hard timeout applies; after one, a call
     over kill_ratio x the best is stopped and the next candidate runs."""
     inputs = _inputs(task, FakeState(plant="hang"), FakeState(tile=4),
                      FakeState(plant="hang"), FakeState(tile=8))
     brs = builder.build(inputs)
-    stop = EarlyStop(kill_ratio=20, kill_floor=0.05)
-    with LocalRunner(timeout=RUN_TIMEOUT, number=2, early_stop=stop) as r:
+    stop = RunCutoff(kill_ratio=20, kill_floor=0.05)
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, cutoff=stop) as r:
         results = r.run(inputs, brs)
     assert [x.error_no for x in results] == [7, 0, 7, 0]
     assert "within the timeout of 2.0 s" in results[0].error_msg
     assert results[0].all_cost >= RUN_TIMEOUT
     assert results[2].error_msg.startswith("stopped after ")
-    assert "(early stop): slower than 20x the best mean cost" in results[2].error_msg
-    assert stopped_early(results[2]) and not stopped_early(results[0])
+    assert "(cut off): slower than 20x the best mean cost" in results[2].error_msg
+    assert was_cut_off(results[2]) and not was_cut_off(results[0])
     assert results[2].all_cost - brs[2].time_cost < 1.0
     assert r.pool.starts == 3                  # the first worker and two replacements
 
 
-def test_runner_early_stop_times_a_slow_candidate_once(task, builder):
+def test_runner_cutoff_times_a_slow_candidate_once(task, builder):
     inputs = _inputs(task, FakeState(tile=4), FakeState(plant="slow"), FakeState(tile=8))
     brs = builder.build(inputs)
-    stop = EarlyStop(single_shot_ratio=2, single_shot_floor=0.001, kill_floor=30)
+    stop = RunCutoff(single_shot_ratio=2, single_shot_floor=0.001, kill_floor=30)
     with LocalRunner(timeout=RUN_TIMEOUT * 5, number=2, repeat=2, slow_call_seconds=10,
-                     early_stop=stop) as r:
+                     cutoff=stop) as r:
         fast, slow, fast2 = r.run(inputs, brs)
     assert fast.error_no == slow.error_no == fast2.error_no == 0
     assert len(fast.costs) == 2 and len(fast2.costs) == 2
     assert len(slow.costs) == 1 and slow.costs[0] > 2 * fast.mean_cost
 
 
-def test_builder_early_stop_cuts_a_build_far_slower_than_the_median(task):
+def test_builder_cutoff_cuts_a_build_far_slower_than_the_median(task):
     with LocalBuilder(timeout=BUILD_TIMEOUT * 5, n_parallel=2, build_func=planted_build,
-                      early_stop=BuildEarlyStop(ratio=2, floor=1.0, warmup=2)) as b:
+                      cutoff=BuildCutoff(ratio=2, floor=1.0, warmup=2)) as b:
         warm = b.build(_inputs(task, FakeState(tile=2), FakeState(tile=4)))
         t0 = time.perf_counter()
         brs = b.build(_inputs(task, FakeState(plant="sleep"), FakeState(tile=8)))
         elapsed = time.perf_counter() - t0
     assert [x.error_no for x in warm + brs] == [0, 0, MeasureErrorNo.BUILD_TIMEOUT, 0]
-    assert brs[0].error_msg.startswith("build stopped after 1 s (early stop): over 2x the "
+    assert brs[0].error_msg.startswith("build stopped after 1 s (cut off): over 2x the "
                                        "median build time")
-    assert stopped_early(brs[0])
+    assert was_cut_off(brs[0])
     assert brs[0].time_cost == 1.0 and elapsed < BUILD_TIMEOUT
 
 
@@ -393,17 +393,17 @@ def test_worker_pool_forks_workers_from_the_fork_server():
     assert first != after and pool.starts == 2
 
 
-def test_early_stop_configurations_are_validated():
-    with pytest.raises(ValueError, match=r"EarlyStop kill_ratio=0.5: expected a finite "
+def test_cutoff_configurations_are_validated():
+    with pytest.raises(ValueError, match=r"RunCutoff kill_ratio=0.5: expected a finite "
                                          r"number >= 1"):
-        EarlyStop(kill_ratio=0.5)
-    with pytest.raises(ValueError, match="EarlyStop single_shot_floor=-1"):
-        EarlyStop(single_shot_floor=-1)
-    with pytest.raises(ValueError, match=r"BuildEarlyStop floor=0: expected a finite"):
-        BuildEarlyStop(floor=0)
-    with pytest.raises(ValueError, match="BuildEarlyStop warmup=0"):
-        BuildEarlyStop(warmup=0)
-    with pytest.raises(TypeError, match="LocalRunner early_stop 3: expected an EarlyStop"):
-        LocalRunner(early_stop=3)
-    with pytest.raises(TypeError, match="LocalBuilder early_stop"):
-        LocalBuilder(early_stop=EarlyStop())
+        RunCutoff(kill_ratio=0.5)
+    with pytest.raises(ValueError, match="RunCutoff single_shot_floor=-1"):
+        RunCutoff(single_shot_floor=-1)
+    with pytest.raises(ValueError, match=r"BuildCutoff floor=0: expected a finite"):
+        BuildCutoff(floor=0)
+    with pytest.raises(ValueError, match="BuildCutoff warmup=0"):
+        BuildCutoff(warmup=0)
+    with pytest.raises(TypeError, match="LocalRunner cutoff 3: expected an RunCutoff"):
+        LocalRunner(cutoff=3)
+    with pytest.raises(TypeError, match="LocalBuilder cutoff"):
+        LocalBuilder(cutoff=RunCutoff())

@@ -28,10 +28,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from compiler.errors import CompilerError
-from compiler.runtime.target import parse_target
+from compiler.target import parse_target
 from records import load_records
 
 from ..steps import serialize
+from ..checks import check_fields
 from ..compute_dag import ComputeDAG
 from .base import CostModel, CostModelError, FeatureVersionError
 from ..errors import InvalidStepError, WorkloadError
@@ -82,6 +83,13 @@ class XGBParams:
     nthread: int = 1
     num_warmup_sample: int = 100
     min_weight: float = 0.05
+
+    def __post_init__(self):
+        check_fields(self, ("max_depth", "num_boost_round", "nthread"), 1, integer=True)
+        check_fields(self, ("max_bin",), 2, integer=True)
+        check_fields(self, ("num_warmup_sample",), 0, integer=True)
+        check_fields(self, ("eta",), 0, strict=True)
+        check_fields(self, ("gamma", "min_child_weight", "min_weight"), 0)
 
 
 class _Record:

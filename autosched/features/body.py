@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.schedule.inline import collect_reads
 from compiler.te.tensor import ComputeOp
 from compiler.tir import expr as E
 from compiler.tir.functor import Mutator, Visitor, substitute
@@ -207,16 +208,6 @@ class _VarsIn(Visitor):
             self.found.add(r)
 
 
-class _Reads(Visitor):
-    def __init__(self):
-        super().__init__()
-        self.reads: dict = {}
-
-    def visit_ProducerLoad(self, e):
-        self.reads.setdefault(e.producer, []).append(e.indices)
-        self.visit(e.indices)
-
-
 def _access(tensor, kind, tuples, index, n_root, order) -> Access:
     m = len(tuples[0])
     coefs = np.zeros((len(tuples), m, n_root))
@@ -246,10 +237,8 @@ def _accesses(op, body, index, is_reduce) -> list:
     kind = READ_WRITE if is_reduce else WRITE
     outs = [_access(op.output(k), kind, [out_idx], index, n_root, -1)
             for k in range(op.num_outputs) if out_idx]
-    reads = _Reads()
-    reads.visit(tuple(body))
     out = outs[:]
-    for k, (t, tuples) in enumerate(reads.reads.items()):
+    for k, (t, tuples) in enumerate(collect_reads(body).items()):
         if not t.shape:
             continue
         out.append(_access(t, READ, tuples, index, n_root, k))

@@ -8,7 +8,7 @@ Invariants:
   codegen/compile failures and worker deaths COMPILE_HOST (2), timeouts BUILD_TIMEOUT (6),
   anything else (e.g. a build_func the worker cannot import) UNKNOWN_ERROR (8);
 - the build function runs in the workers, so it must be a module-level function;
-- early stop (``BuildEarlyStop``) only shortens the timeout once enough builds of this
+- cut-off (``BuildCutoff``) only shortens the timeout once enough builds of this
   builder succeeded for their median to mean something.
 """
 from __future__ import annotations
@@ -25,14 +25,15 @@ from dataclasses import dataclass
 import compiler
 
 from ..errors import AutoSchedError
-from .measurer import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput, \
-    ProgramBuilder, check_fields
+from ..checks import check_fields, check_number
+from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput, \
+    ProgramBuilder
 from .workers import DEFAULT_STARTUP_TIMEOUT, JobOutcome, WorkerPool, check_seconds
 
 _TASK_CACHE_SIZE = 8
 # In a worker: unpickled tasks by the digest of their pickle (tasks repeat across jobs).
 _TASK_CACHE: "collections.OrderedDict" = collections.OrderedDict()
-# Successful build times kept for the early-stop median.
+# Successful build times kept for the cut-off median.
 _RECENT_BUILDS = 256
 
 
@@ -41,7 +42,7 @@ class InstantiationError(AutoSchedError):
 
 
 @dataclass(frozen=True)
-class BuildEarlyStop:
+class BuildCutoff:
     """When LocalBuilder gives up on a candidate sooner than ``timeout``: once ``warmup``
     builds succeeded, a build running longer than ``max(floor, ratio * median)`` of
     the recent successful build times is stopped (BUILD_TIMEOUT).
@@ -56,9 +57,7 @@ class BuildEarlyStop:
 
     def __post_init__(self):
         check_fields(self, ("ratio", "floor"), 0, strict=True)
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) \
-                or self.warmup < 1:
-            raise ValueError(f"BuildEarlyStop warmup={self.warmup!r}: expected an int >= 1")
+        check_fields(self, ("warmup",), 1, integer=True)
 
 
 def default_build_func(inp: MeasureInput):
@@ -121,8 +120,8 @@ class LocalBuilder(ProgramBuilder):
     """Compile MeasureInputs in ``n_parallel`` worker processes (default: one per core).
 
     ``build_func(inp) -> (obj_bytes, metas)`` must be a module-level function (workers
-    import it by name); default ``default_build_func``.  ``early_stop`` (a
-    BuildEarlyStop, or None) stops builds far slower than the usual ones before
+    import it by name); default ``default_build_func``.  ``cutoff`` (a
+    BuildCutoff, or None) stops builds far slower than the usual ones before
     ``timeout``.  ``last_seconds`` /
     ``total_seconds`` time the ``build`` calls.  Call ``close()`` (or use ``with``) to stop
     the workers early; they are daemons and die with the tuner anyway.
@@ -131,17 +130,15 @@ class LocalBuilder(ProgramBuilder):
     def __init__(self, timeout: float = 15, n_parallel: "int | None" = None, build_func=None,
                  max_jobs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 early_stop: "BuildEarlyStop | None" = BuildEarlyStop()):
+                 cutoff: "BuildCutoff | None" = BuildCutoff()):
         self.timeout = check_seconds(timeout, "LocalBuilder timeout")
-        if early_stop is not None and not isinstance(early_stop, BuildEarlyStop):
-            raise TypeError(f"LocalBuilder early_stop {early_stop!r}: expected a "
-                            "BuildEarlyStop or None")
-        self.early_stop = early_stop
+        if cutoff is not None and not isinstance(cutoff, BuildCutoff):
+            raise TypeError(f"LocalBuilder cutoff {cutoff!r}: expected a "
+                            "BuildCutoff or None")
+        self.cutoff = cutoff
         self._recent = collections.deque(maxlen=_RECENT_BUILDS)
         n = default_n_parallel() if n_parallel is None else n_parallel
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"LocalBuilder: n_parallel {n_parallel!r} must be an int >= 1")
-        self.n_parallel = n
+        self.n_parallel = check_number(n, "LocalBuilder n_parallel", 1, integer=True)
         self.build_func = default_build_func if build_func is None else build_func
         _check_module_level(self.build_func, "LocalBuilder build_func")
         self.pool = WorkerPool(n, "autosched-builder", max_jobs_per_worker, startup_timeout)
@@ -173,7 +170,7 @@ class LocalBuilder(ProgramBuilder):
 
     def _timeout(self):
         """``(timeout for this batch, whether it is shorter than self.timeout)``."""
-        stop = self.early_stop
+        stop = self.cutoff
         if stop is None or len(self._recent) < stop.warmup:
             return self.timeout, False
         limit = max(stop.floor, stop.ratio * statistics.median(self._recent))
@@ -185,7 +182,7 @@ class LocalBuilder(ProgramBuilder):
         if outcome.status == "timeout" and early:
             return BuildResult.failed(
                 MeasureErrorNo.BUILD_TIMEOUT, f"build stopped after {timeout:.3g} s "
-                f"{EARLY_STOP_MARK}: over {self.early_stop.ratio:g}x the median build time "
+                f"{CUTOFF_MARK}: over {self.cutoff.ratio:g}x the median build time "
                 f"of this builder (the hard timeout is {self.timeout} s)", timeout)
         if outcome.status == "timeout":
             return BuildResult.failed(MeasureErrorNo.BUILD_TIMEOUT, "build did not finish "

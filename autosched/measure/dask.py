@@ -37,9 +37,9 @@ from compiler.runtime import check_runnable, parse_target
 
 from .builder import _build_job, _cached_task, _pickle_task, default_build_func
 from ..errors import AutoSchedError
-from .measurer import (EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureInput,
+from .measurer import (CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput,
                       MeasureResult, ProgramBuilder, ProgramRunner)
-from .runner import EarlyStop, RunConfig, _run_job, run_limits
+from .runner import RunCutoff, RunConfig, _run_job, run_limits
 from ..steps.registry import step_from_record
 from .workers import WorkerPool, check_seconds
 
@@ -273,13 +273,13 @@ class DaskRunner(_DaskBase, ProgramRunner):
     def __init__(self, client_or_address, timeout: float = 10, number: int = 3,
                  repeat: int = 1, min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
                  enable_cpu_cache_flush: bool = False, seed: int = 0,
-                 slow_call_seconds: float = 0.1, early_stop: "EarlyStop | None" = EarlyStop(),
+                 slow_call_seconds: float = 0.1, cutoff: "RunCutoff | None" = RunCutoff(),
                  connect_timeout: float = 30):
         _DaskBase.__init__(self, client_or_address, timeout, "DaskRunner", connect_timeout)
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
                                 bool(enable_cpu_cache_flush), seed, 1e-3, 1e-5,
                                 slow_call_seconds)
-        self.early_stop = early_stop
+        self.cutoff = cutoff
         self._best: dict = {}
         self.per_worker = collections.defaultdict(lambda: {"count": 0, "noise": []})
         workers = self._workers()
@@ -315,7 +315,7 @@ class DaskRunner(_DaskBase, ProgramRunner):
             for i in todo:
                 inp, br = inputs[i], build_results[i]
                 key = f"{inp.task.workload_key}|{inp.task.target}"
-                single, timeout, early = run_limits(self.config, self.early_stop, self.timeout,
+                single, timeout, early = run_limits(self.config, self.cutoff, self.timeout,
                                                     self._best.get(key))
                 allowed = [w for w in workers if w not in refused[i]]
                 futures[i] = self._call(
@@ -361,7 +361,7 @@ class DaskRunner(_DaskBase, ProgramRunner):
 
     def _measured(self, key, costs, err, msg, all_cost, addr, timeout, early):
         if err == MeasureErrorNo.RUN_TIMEOUT and early:
-            msg = f"stopped after {timeout:.3g} s {EARLY_STOP_MARK}: {msg}"
+            msg = f"stopped after {timeout:.3g} s {CUTOFF_MARK}: {msg}"
         if err != MeasureErrorNo.NO_ERROR:
             return MeasureResult.failed(err, msg, all_cost)
         mean = sum(costs) / len(costs)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from records import FAILURE_COST, ErrorNo, RecordWriter
 
+from ..checks import check_number
 from ..steps import serialize
 
 # TVM's MeasureErrorNo: NO_ERROR 0, INSTANTIATION_ERROR 1, COMPILE_HOST 2, COMPILE_DEVICE 3,
@@ -35,30 +36,12 @@ MAX_ERROR_MSG_CHARS = 4000
 
 
 def _error_no(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) \
-            or not 0 <= value < len(MeasureErrorNo):
-        raise ValueError(f"{what}: error_no {value!r} is not a MeasureErrorNo code "
-                         f"(an int in 0..{len(MeasureErrorNo) - 1})")
-    return int(value)
-
-
-def check_fields(obj, names, low: float, strict: bool = False) -> None:
-    """Raise ValueError unless each named field of the config ``obj`` is a finite real
-    number ``>= low`` (``> low`` when ``strict``); the message names the class, field
-    and value."""
-    for name in names:
-        value = getattr(obj, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value < low or (strict and value == low):
-            raise ValueError(f"{type(obj).__name__} {name}={value!r}: expected a finite "
-                             f"number {'>' if strict else '>='} {low:g}")
+    return int(check_number(value, f"{what} error_no", 0, integer=True,
+                            high=len(MeasureErrorNo) - 1))
 
 
 def _seconds(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what}: {value!r} is not a finite number of seconds >= 0")
-    return float(value)
+    return float(check_number(value, what, 0, unit="seconds"))
 
 
 def clip_message(msg: str) -> str:
@@ -71,14 +54,14 @@ def clip_message(msg: str) -> str:
 
 
 # In the error message of a candidate that a builder or runner stopped on purpose because
-# it was far slower than the others (see LocalBuilder/LocalRunner ``early_stop``).
-EARLY_STOP_MARK = "(early stop)"
+# it was far slower than the others (see LocalBuilder/LocalRunner ``cutoff``).
+CUTOFF_MARK = "(cut off)"
 
 
-def stopped_early(result) -> bool:
-    """Whether a Build/MeasureResult is a timeout imposed by an early stop."""
+def was_cut_off(result) -> bool:
+    """Whether a Build/MeasureResult is a timeout imposed by a cut-off."""
     return result.error_no in (MeasureErrorNo.BUILD_TIMEOUT, MeasureErrorNo.RUN_TIMEOUT) \
-        and EARLY_STOP_MARK in result.error_msg
+        and CUTOFF_MARK in result.error_msg
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,9 +187,7 @@ class RecordToFile(MeasureCallback):
 def _check_batch_size(batch_size, builder) -> int:
     if batch_size is None:
         return max(1, int(getattr(builder, "n_parallel", 1))) * 8
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"ProgramMeasurer: batch_size {batch_size!r} must be an int >= 1")
-    return batch_size
+    return check_number(batch_size, "ProgramMeasurer batch_size", 1, integer=True)
 
 
 class ProgramMeasurer:

@@ -19,14 +19,13 @@ Invariants:
   through with their own code and message; failed results cost ``[FAILURE_COST]``;
 - inputs depend only on (seed, parameter index, shape, dtype): every candidate and the
   reference see the same numbers; ``all_cost`` = build time + run wall time;
-- early stop (``EarlyStop``) only ever uses the best mean cost this runner has measured
+- cut-off (``RunCutoff``) only ever uses the best mean cost this runner has measured
   for the same task: before the first valid measurement of a task only ``timeout`` and
   ``slow_call_seconds`` apply, so no workload is cut short on a guess.
 """
 from __future__ import annotations
 
 import collections
-import math
 import time
 import traceback
 import warnings
@@ -39,13 +38,14 @@ from compiler.runtime import empty_aligned, load_module
 
 from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 from ..errors import AutoSchedError
-from .measurer import EARLY_STOP_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
-    ProgramRunner, check_fields
+from ..checks import check_fields
+from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
+    ProgramRunner
 
 _ARRAY_ALIGN = 64
 _REFERENCE_CACHE_SIZE = 4
 # Loading the object, zeroing outputs and IPC around a job (measured: a few ms); an
-# early-stop timeout adds it so that only the kernel call itself is cut.
+# cut-off timeout adds it so that only the kernel call itself is cut.
 _JOB_MARGIN_SECONDS = 0.05
 # Worker-side caches: the last argument set, and reference outputs by task key.
 _ARGS = {"key": None, "arrays": None}
@@ -73,22 +73,14 @@ class RunConfig:
     slow_call_seconds: float = 0.1
 
     def __post_init__(self):
-        for name in ("number", "repeat"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"LocalRunner {name}={value!r}: expected an int >= 1")
-        for name in ("min_repeat_ms", "cooldown_interval", "rtol", "atol", "slow_call_seconds"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ValueError(f"LocalRunner {name}={value!r}: expected a finite number "
-                                 ">= 0")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"LocalRunner seed={self.seed!r}: expected an int >= 0")
+        check_fields(self, ("number", "repeat"), 1, integer=True)
+        check_fields(self, ("min_repeat_ms", "cooldown_interval", "rtol", "atol",
+                            "slow_call_seconds"), 0)
+        check_fields(self, ("seed",), 0, integer=True)
 
 
 @dataclass(frozen=True)
-class EarlyStop:
+class RunCutoff:
     """When LocalRunner stops timing a candidate that cannot be the best, relative to
     ``best``, the lowest mean cost it has measured so far for the candidate's task.
 
@@ -211,20 +203,20 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
     return [float(c) for c in prof.results], int(MeasureErrorNo.NO_ERROR), ""
 
 
-def run_limits(cfg: RunConfig, early_stop, timeout: float, best):
-    """``(single-shot seconds, job timeout, whether the timeout is an early stop)`` for a
+def run_limits(cfg: RunConfig, cutoff, timeout: float, best):
+    """``(single-shot seconds, job timeout, whether the timeout is a cut-off)`` for a
     candidate of a task whose best mean cost so far is ``best`` (None: no valid one yet).
 
-    An early-stop timeout leaves room for a candidate below the single-shot threshold
+    An cut-off timeout leaves room for a candidate below the single-shot threshold
     to be timed in full, so it only ever cuts calls longer than the kill threshold.
     """
     timeout = timeout + cfg.cooldown_interval
-    if best is None or early_stop is None:
+    if best is None or cutoff is None:
         return cfg.slow_call_seconds, timeout, False
-    single_shot = min(cfg.slow_call_seconds, early_stop.single_shot_seconds(best))
+    single_shot = min(cfg.slow_call_seconds, cutoff.single_shot_seconds(best))
     full = single_shot * (1 + cfg.number * cfg.repeat) \
         + cfg.repeat * 2 * cfg.min_repeat_ms / 1000
-    limit = _JOB_MARGIN_SECONDS + max(early_stop.kill_seconds(best), full) \
+    limit = _JOB_MARGIN_SECONDS + max(cutoff.kill_seconds(best), full) \
         + cfg.cooldown_interval
     if limit >= timeout:
         return single_shot, timeout, False
@@ -253,7 +245,7 @@ class LocalRunner(ProgramRunner):
     ``time_evaluator``; ``cooldown_interval`` seconds are slept before each candidate;
     ``timeout`` bounds one candidate (load + warm-up + timing); a candidate whose first
     call takes ``slow_call_seconds`` or more is reported with that single call;
-    ``early_stop`` (an EarlyStop, or None to time every candidate fully) cuts short
+    ``cutoff`` (an RunCutoff, or None to time every candidate fully) cuts short
     candidates much slower than the best measured so far for their task.  With
     ``check_correctness``, ``reference_func(task) -> (obj, metas)`` (module-level or not:
     it runs in this process) builds each task's reference once; its outputs are compared
@@ -266,16 +258,16 @@ class LocalRunner(ProgramRunner):
                  reference_func=None, rtol: float = 1e-3, atol: float = 1e-5, seed: int = 0,
                  reference_timeout: float = 120.0, max_runs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 slow_call_seconds: float = 0.1, early_stop: "EarlyStop | None" = EarlyStop()):
+                 slow_call_seconds: float = 0.1, cutoff: "RunCutoff | None" = RunCutoff()):
         self.timeout = check_seconds(timeout, "LocalRunner timeout")
         self.reference_timeout = check_seconds(reference_timeout, "LocalRunner reference_timeout")
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
                                 bool(enable_cpu_cache_flush), seed, rtol, atol,
                                 slow_call_seconds)
-        if early_stop is not None and not isinstance(early_stop, EarlyStop):
-            raise TypeError(f"LocalRunner early_stop {early_stop!r}: expected an EarlyStop "
+        if cutoff is not None and not isinstance(cutoff, RunCutoff):
+            raise TypeError(f"LocalRunner cutoff {cutoff!r}: expected an RunCutoff "
                             "or None")
-        self.early_stop = early_stop
+        self.cutoff = cutoff
         self._best: dict = {}            # task key -> lowest valid mean cost measured here
         self.check_correctness = bool(check_correctness)
         self.reference_func = default_reference_func if reference_func is None \
@@ -333,7 +325,7 @@ class LocalRunner(ProgramRunner):
         if outcome.status == "timeout" and early:
             return MeasureResult.failed(
                 MeasureErrorNo.RUN_TIMEOUT, f"stopped after {outcome.seconds:.3g} s "
-                f"{EARLY_STOP_MARK}: slower than {self.early_stop.kill_ratio:g}x the best "
+                f"{CUTOFF_MARK}: slower than {self.cutoff.kill_ratio:g}x the best "
                 f"mean cost measured for this task so far ({best:.3g} s); the run worker "
                 "was restarted", all_cost)
         if outcome.status == "timeout":
@@ -348,7 +340,7 @@ class LocalRunner(ProgramRunner):
                                     all_cost)
 
     def _limits(self, best):
-        return run_limits(self.config, self.early_stop, self.timeout, best)
+        return run_limits(self.config, self.cutoff, self.timeout, best)
 
     def _reference(self, task):
         """The key under which the worker holds ``task``'s reference outputs, or None."""

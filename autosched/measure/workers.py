@@ -41,6 +41,7 @@ import traceback
 import weakref
 from dataclasses import dataclass
 
+from ..checks import check_number
 from ..errors import AutoSchedError
 
 _CTX = multiprocessing.get_context("forkserver")
@@ -179,13 +180,10 @@ class WorkerPool:
     def __init__(self, size: int, name: str = "autosched-worker",
                  max_jobs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"WorkerPool: size {size!r} must be an int >= 1")
-        if not isinstance(max_jobs_per_worker, int) or max_jobs_per_worker < 1:
-            raise ValueError(f"WorkerPool: max_jobs_per_worker {max_jobs_per_worker!r} must "
-                             "be an int >= 1")
-        self.size = size
-        self.max_jobs_per_worker = max_jobs_per_worker
+        self.size = check_number(size, "WorkerPool size", 1, integer=True)
+        self.max_jobs_per_worker = check_number(max_jobs_per_worker,
+                                                "WorkerPool max_jobs_per_worker", 1,
+                                                integer=True)
         self.startup_timeout = check_seconds(startup_timeout, "WorkerPool startup_timeout")
         self._workers = [_Worker(f"{name}-{i}") for i in range(size)]
         self.starts = 0                   # processes started so far (restarts included)
@@ -284,7 +282,4 @@ def _kill_all(workers) -> None:
 
 
 def check_seconds(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{what}: {value!r} must be a finite number of seconds > 0")
-    return float(value)
+    return float(check_number(value, what, 0, strict=True, unit="seconds"))

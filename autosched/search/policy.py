@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from ..cost_model.xgb_model import XGBModel
+from ..checks import check_fields
 from ..errors import InvalidStepError
 from .init_rules import sample_state
 from ..measure.measurer import MeasureInput
@@ -32,6 +33,13 @@ class SearchParams:
     use_measured_ratio: float = 0.2
     max_sample_tries_factor: int = 8
     mutation_weights: tuple = MUTATIONS
+
+    def __post_init__(self):
+        check_fields(self, ("eps_greedy", "evolutionary_search_mutation_prob",
+                            "use_measured_ratio"), 0, high=1)
+        check_fields(self, ("sample_init_min_population", "evolutionary_search_population",
+                            "max_sample_tries_factor"), 1, integer=True)
+        check_fields(self, ("evolutionary_search_num_iters",), 0, integer=True)
 
 
 class SketchPolicy:

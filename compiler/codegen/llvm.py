@@ -27,7 +27,7 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 
 from ..errors import CodegenError
-from ..runtime.target import Target, parse_target
+from ..target import Target, parse_target
 from ..tir.stmt import Buffer, PrimFunc
 from .llvm_builder import ATTR_ENTRY, ATTR_FUNC, ModuleContext
 from .llvm_function import FunctionEmitter

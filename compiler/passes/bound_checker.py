@@ -23,7 +23,7 @@ from ..tir import dtype as dt
 from ..tir.analysis import free_vars
 from ..tir.expr import GE, LT, And, Broadcast, Call, IntImm, Not, Or, StringImm
 from ..tir.functor import Mutator, Visitor, transform_func
-from ..tir.stmt import BufferStore, Evaluate, IfThenElse, LetStmt, PrimFunc
+from ..tir.stmt import Evaluate, IfThenElse, LetStmt, PrimFunc
 
 __all__ = ["instrument_bound_checkers"]
 

@@ -7,7 +7,7 @@ the passes treat as doing nothing.
 from __future__ import annotations
 
 from ..tir.expr import FloatImm, IntImm, StringImm
-from ..tir.stmt import Evaluate, SeqStmt
+from ..tir.stmt import Evaluate, IfThenElse, SeqStmt
 
 NOOP = Evaluate(IntImm("int32", 0))
 
@@ -34,3 +34,26 @@ def loop_range(simplifier, loop_min, extent) -> tuple:
     else:
         hi = None
     return lo, hi
+
+
+def fold_if_then_else(s: IfThenElse, cond, visit, negate=None):
+    """``s`` rebuilt around its (already simplified) condition ``cond``, children visited.
+
+    A constant condition keeps only the taken branch (a missing else is a no-op); a no-op
+    else branch is dropped; with ``negate`` (cond -> simplified not cond), a no-op then
+    branch turns ``if c: pass else: B`` into ``if not c: B``.  Returns ``s`` itself when
+    nothing changed.
+    """
+    if type(cond) is IntImm:
+        if cond.value:
+            return visit(s.then_case)
+        return NOOP if s.else_case is None else visit(s.else_case)
+    then = visit(s.then_case)
+    other = None if s.else_case is None else visit(s.else_case)
+    if other is not None and is_noop(other):
+        other = None
+    if negate is not None and is_noop(then):
+        return NOOP if other is None else IfThenElse(negate(cond), other, None)
+    if cond is s.condition and then is s.then_case and other is s.else_case:
+        return s
+    return IfThenElse(cond, then, other)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from ..tir.analysis import uses_var
 from ..tir.arith import Simplifier
-from ..tir.expr import IntImm, Not, PrimExpr
+from ..tir.expr import Not, PrimExpr
 from ..tir.functor import Mutator, transform_func
-from ..tir.stmt import For, IfThenElse, PrimFunc, SeqStmt
-from .common import NOOP, const_int, is_noop
+from ..tir.stmt import For, PrimFunc, SeqStmt
+from .common import NOOP, const_int, fold_if_then_else, is_noop
 from .simplify import make_replacer
 
 __all__ = ["remove_noop"]
@@ -49,22 +49,8 @@ class _NoopRemover(Mutator):
         return For(s.loop_var, s.min, s.extent, s.kind, body, s.annotations)
 
     def visit_IfThenElse(self, s):
-        c = s.condition
-        if type(c) is IntImm:
-            if c.value:
-                return self.visit(s.then_case)
-            return NOOP if s.else_case is None else self.visit(s.else_case)
-        then = self.visit(s.then_case)
-        other = None if s.else_case is None else self.visit(s.else_case)
-        if other is not None and is_noop(other):
-            other = None
-        if is_noop(then):
-            if other is None:
-                return NOOP
-            return IfThenElse(self.simp.visit(Not(c)), other, None)
-        if then is s.then_case and other is s.else_case:
-            return s
-        return IfThenElse(c, then, other)
+        return fold_if_then_else(s, s.condition, self.visit,
+                                 lambda c: self.simp.visit(Not(c)))
 
     def _body_only(self, s):
         """LetStmt / Allocate / AttrStmt: gone when their body does nothing."""

@@ -14,11 +14,11 @@ from __future__ import annotations
 from ..tir import dtype as dt
 from ..tir.arith import Simplifier
 from ..tir.expr import (EQ, GE, GT, LE, LT, NE, Add, Broadcast, BufferLoad, FloorDiv, FloorMod,
-                        IntImm, Max, Min, Mul, Node, PrimExpr, Ramp, Sub, Var)
+                        Max, Min, Mul, Node, PrimExpr, Ramp, Sub, Var)
 from ..tir.functor import Mutator, Visitor, _fields_of, transform_func
-from ..tir.stmt import (AttrStmt, Buffer, BufferStore, Evaluate, For, IfThenElse, LetStmt,
+from ..tir.stmt import (AttrStmt, Buffer, BufferStore, Evaluate, For, LetStmt,
                         PrimFunc, SeqStmt)
-from .common import NOOP, const_int, is_noop, loop_range
+from .common import NOOP, const_int, fold_if_then_else, is_noop, loop_range
 
 __all__ = ["simplify", "simplify_stmt", "make_replacer", "StmtSimplifier"]
 
@@ -54,18 +54,7 @@ class StmtSimplifier(Mutator):
         return For(s.loop_var, mn, ext, s.kind, body, s.annotations)
 
     def visit_IfThenElse(self, s):
-        cond = self.expr(s.condition)
-        if type(cond) is IntImm:
-            if cond.value:
-                return self.visit(s.then_case)
-            return NOOP if s.else_case is None else self.visit(s.else_case)
-        then = self.visit(s.then_case)
-        other = None if s.else_case is None else self.visit(s.else_case)
-        if other is not None and is_noop(other):
-            other = None
-        if cond is s.condition and then is s.then_case and other is s.else_case:
-            return s
-        return IfThenElse(cond, then, other)
+        return fold_if_then_else(s, self.expr(s.condition), self.visit)
 
     def visit_LetStmt(self, s):
         v = self.expr(s.value)

@@ -8,7 +8,7 @@ from .jit import (CompileOutput, check_runnable, compile_ir, compile_ir_full, lo
                   process_stats, runtime_libraries)
 from .meta import FuncMeta, ParamMeta, meta_from_primfunc, normalize_funcs_meta, numpy_dtype
 from .module import Function, Module, as_aligned, empty_aligned
-from .target import Target, host_target, parse_target
+from ..target import Target, host_target, parse_target
 from .timer import ProfileResult, flush_cpu_cache, last_level_cache_bytes
 
 __all__ = ["DEFAULT_CACHE", "ObjectCache", "default_cache", "set_default_cache",

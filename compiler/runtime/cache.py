@@ -27,7 +27,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
-from .target import Target
+from ..target import Target
 
 FORMAT_VERSION = 1
 MAGIC = b"TASOBJ\x01\n"

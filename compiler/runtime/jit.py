@@ -39,7 +39,7 @@ from .cache import DEFAULT_CACHE, ObjectCache, resolve_cache
 from .meta import normalize_funcs_meta, resolve_alignment
 from .module import Function, Module
 from .objfile import read_symbols
-from .target import Target, _init_llvm, host_cpu, parse_target
+from ..target import Target, _init_llvm, host_cpu, parse_target
 
 _LOCK = threading.RLock()
 _LIB_IDS = itertools.count()
@@ -251,6 +251,16 @@ def _check_symbols(syms, names) -> None:
             hint = " (parallel loops need libgomp, which was not found on this machine)"
         raise BuildError(f"object needs symbol(s) {unresolved} that no loaded library "
                          f"provides{hint}")
+
+
+def link_object(obj: bytes, exports) -> object:
+    """Link object code into this process's JIT and return its resource tracker:
+    ``tracker[name]`` is the address of exported symbol ``name``.  The code stays mapped
+    while the tracker is alive (``load_module`` wraps this for PrimFunc objects; use
+    this directly for hand-written IR)."""
+    if not isinstance(obj, (bytes, bytearray, memoryview)):
+        raise TypeError(f"link_object: obj must be object-code bytes, got {type(obj).__name__}")
+    return _link(bytes(obj), list(exports))
 
 
 def _link(obj: bytes, exports):

@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from ..errors import ScheduleError
-from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, post_order_ops
 from ..tir import expr as E
 from ..tir import op as _op
 from . import dataflow as _dataflow
@@ -264,7 +264,7 @@ class Schedule:
         self.outputs = list(outputs)
         self.stages: list = []
         self.stage_map: dict = {}
-        for op in _post_order(self.outputs):
+        for op in post_order_ops(self.outputs):
             st = Stage(op, self)
             self.stages.append(st)
             self.stage_map[op] = st
@@ -306,22 +306,6 @@ class Schedule:
 
     def rfactor(self, tensor, axis, factor_axis: int = 0):
         return _dataflow.rfactor(self, tensor, axis, factor_axis)
-
-
-def _post_order(outputs) -> list:
-    order, seen = [], set()
-
-    def visit(op):
-        if id(op) in seen:
-            return
-        seen.add(id(op))
-        for t in op.input_tensors:
-            visit(t.op)
-        order.append(op)
-
-    for op in outputs:
-        visit(op)
-    return order
 
 
 def create_schedule(ops) -> Schedule:

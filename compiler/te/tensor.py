@@ -144,6 +144,34 @@ class ComputeOp(Operation):
         return list(self._inputs)
 
 
+def post_order_ops(roots, stop=None) -> list:
+    """Every operation reachable from ``roots`` (ops or tensors), producers before their
+    consumers, each once, in a deterministic order (inputs in first-use order).
+
+    ``stop(op)`` true keeps ``op`` but does not walk into its inputs.  Iterative, so deep
+    graphs (long elementwise chains) do not hit Python's recursion limit.
+    """
+    order, seen = [], set()
+    for root in roots:
+        root = root.op if isinstance(root, Tensor) else root
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(() if stop is not None and stop(root) else root.input_tensors))]
+        while stack:
+            op, inputs = stack[-1]
+            nxt = next(inputs, None)
+            if nxt is None:
+                stack.pop()
+                order.append(op)
+            elif id(nxt.op) not in seen:
+                seen.add(id(nxt.op))
+                child = nxt.op
+                kids = () if stop is not None and stop(child) else child.input_tensors
+                stack.append((child, iter(kids)))
+    return order
+
+
 def collect_inputs(body) -> tuple:
     """Tensors read by ``body`` in first-use order, without duplicates."""
     found: dict = {}

@@ -11,7 +11,7 @@ Schedules find the ops they must handle by tag, never by op name.
 """
 from __future__ import annotations
 
-from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, post_order_ops
 
 # Pattern kinds (also the tag prefixes of the simple kinds).
 ELEMWISE = "elemwise"
@@ -129,15 +129,8 @@ def pattern_of_dag(outs) -> str:
     reachable from ``outs`` (a tensor or a list), e.g. dense + bias -> out_elemwise_fusable,
     softmax -> opaque.  This is the kind the graph level records for the operator."""
     outs = outs if isinstance(outs, (list, tuple)) else [outs]
-    best, seen = ELEMWISE, set()
-    todo = [t.op if isinstance(t, Tensor) else t for t in outs]
-    while todo:
-        op = todo.pop()
-        if id(op) in seen or not isinstance(op, ComputeOp):
-            continue
-        seen.add(id(op))
-        pat = pattern_of(op)
-        if PATTERN_LEVEL[pat] > PATTERN_LEVEL[best]:
-            best = pat
-        todo.extend(t.op for t in op.input_tensors)
+    best = ELEMWISE
+    for op in post_order_ops([t.op if isinstance(t, Tensor) else t for t in outs]):
+        if isinstance(op, ComputeOp) and PATTERN_LEVEL[pattern_of(op)] > PATTERN_LEVEL[best]:
+            best = pattern_of(op)
     return best

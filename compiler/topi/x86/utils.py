@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ...runtime.target import parse_target
+from ...target import parse_target
 from ...schedule.schedule import create_schedule
-from ...te.tensor import ComputeOp, PlaceholderOp, Tensor
+from ...te.tensor import ComputeOp, PlaceholderOp, Tensor, post_order_ops
 from ...tir import dtype as dt
 from .. import tag as _tag
 from ..utils import const_tuple
@@ -46,16 +46,7 @@ def as_list(outs) -> list:
 
 def all_ops(outs) -> list:
     """Compute ops reachable from ``outs``, consumers before producers."""
-    order, seen = [], set()
-    todo = [t.op for t in outs]
-    while todo:
-        op = todo.pop(0)
-        if id(op) in seen or not isinstance(op, ComputeOp):
-            continue
-        seen.add(id(op))
-        order.append(op)
-        todo.extend(t.op for t in op.input_tensors)
-    return order
+    return [op for op in reversed(post_order_ops(outs)) if isinstance(op, ComputeOp)]
 
 
 def _placed_by_anchor(tag: str) -> bool:
@@ -83,15 +74,11 @@ def epilogue_of(s, anchor, outs):
     out = outs[0].op
     if const_tuple(out.output_shape(0)) != const_tuple(anchor.output_shape(0)):
         return None
-    todo, seen = [out], set()
-    while todo:
-        op = todo.pop()
-        if op is anchor or id(op) in seen or not isinstance(op, ComputeOp):
+    for op in post_order_ops([out], stop=lambda op: op is anchor):
+        if op is anchor or not isinstance(op, ComputeOp):
             continue
-        seen.add(id(op))
         if not _tag.is_broadcast(op.tag) or op.reduce_axis:
             return None
-        todo.extend(t.op for t in op.input_tensors)
     return out
 
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
-from ..errors import BuildError
+from .errors import BuildError
 
 _KNOWN_OPTS = ("mcpu", "mattr", "num-cores", "mtriple", "keys", "opt-level")
 
