@@ -2,18 +2,24 @@
 
 Names follow TVM's ``tvm.auto_scheduler``.
 """
-from records import load_records, save_records
 from records import load_best_record as _load_best_record
+from records import load_records, save_records
 
-from .measure.builder import BuildCutoff, LocalBuilder
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
-from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
-from .measure.measurer import (BuildResult, MeasureCallback, MeasureInput, MeasureResult,
-                      ProgramMeasurer, RecordToFile)
-from .measure.runner import RunCutoff, LocalRunner
+from .measure.builder import BuildCutoff, LocalBuilder
+from .measure.dask import ClusterError, DaskBuilder, DaskRunner
+from .measure.measurer import (
+    BuildResult,
+    MeasureCallback,
+    MeasureInput,
+    MeasureResult,
+    ProgramMeasurer,
+    RecordToFile,
+)
+from .measure.runner import LocalRunner, RunCutoff
 from .search.policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask

@@ -6,6 +6,7 @@ matmul-like ops, a numpy reference the CLI summary compares against.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from compiler import te, topi
@@ -18,7 +19,7 @@ class Builtin:
     default_args: tuple
     doc: str
     schedule: str          # name of the default schedule in compiler.topi.x86
-    numpy_ref: object = None
+    numpy_ref: Callable | None = None
 
 
 @register_workload("matmul", override=True)

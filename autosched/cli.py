@@ -22,11 +22,11 @@ import numpy as np
 from compiler import build, te, topi
 
 from . import catalog
-from .measure.builder import LocalBuilder
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
-from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .errors import AutoSchedError
+from .measure.builder import LocalBuilder
+from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .measure.measurer import RecordToFile
 from .measure.runner import LocalRunner
 from .search.policy import SketchPolicy
@@ -158,7 +158,7 @@ def _time(mod, arrays, repeat=5) -> float:
     return mod.time_evaluator(number=3, repeat=repeat, min_repeat_ms=20)(*arrays).median
 
 
-def default_schedule_cost(name: str, tensors, arrays) -> float | None:
+def default_schedule_cost(name: str, tensors, arrays) -> float:
     entry = catalog.BUILTIN.get(name)
     fn = getattr(topi.x86, entry.schedule, None) if entry is not None else None
     s = fn(tensors[-1]) if fn is not None else te.create_schedule(tensors[-1].op)

@@ -15,8 +15,8 @@ from compiler.tir import expr as E
 from compiler.tir.functor import Visitor
 
 from . import state as S
-from .features.access import AccessAnalyzer
 from .errors import AutoSchedError
+from .features.access import AccessAnalyzer
 from .steps.printing import PyNames, unique_names
 from .steps.registry import apply_step, apply_to_schedule, check_state
 
@@ -102,8 +102,9 @@ class ComputeDAG:
         """
         init = self.init_state()
         names = PyNames(self, init)
-        lines = [f"# s = te.create_schedule([{', '.join(self._py_vars()[self.ops.index(o)] for o in self.outputs)}]"
-                 ".op ...)"]
+        py_vars = self._py_vars()
+        outs = ", ".join(py_vars[self.ops.index(o)] for o in self.outputs)
+        lines = [f"# s = te.create_schedule([{outs}].op ...)"]
         lines += names.start()
         cur = init
         for k, step in enumerate(state.transform_steps):

@@ -20,6 +20,7 @@ which is a bug too); ``crash``/``hang`` (found by the isolated runner in fuzz_ru
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,11 +29,11 @@ from compiler import build, te, topi
 from compiler.errors import CompilerError
 
 from . import state as S
-from .steps import registry as ST
 from .errors import InvalidStepError
 from .search.init_rules import sample_state
 from .search.mutation_rules import mutate
 from .search.sketch_rules import generate_sketches
+from .steps import registry as ST
 from .steps.compute import scope_violation
 from .task import SearchTask
 from .workload import register_workload
@@ -44,7 +45,7 @@ NUM_CORES = 2
 class Family:
     workload: str
     args: tuple
-    reference: object          # numpy function of the input arrays -> output
+    reference: Callable        # numpy function of the input arrays -> output
     rtol: float = 1e-4
 
 
@@ -295,7 +296,8 @@ def random_step(state, rng: random.Random):
             return None
         return ST.RfactorStep(sid, rng.choice(red), rng.randrange(len(st.op.axis) + 1))
     if kind == "CA":
-        readers = [i for i in stages if any(t.op is st.op for t in state.stages[i].op.input_tensors)]
+        readers = [i for i in stages
+                   if any(t.op is st.op for t in state.stages[i].op.input_tensors)]
         tid = rng.choice(readers) if readers and rng.random() < 0.7 else rng.choice(stages)
         n_t = len(state.stages[tid].iters)
         return ST.ComputeAtStep(sid, tid, rng.randrange(n_t)) if n_t else None
@@ -392,8 +394,8 @@ def check_case(seed: int, k: int) -> Outcome:
         ok = np.allclose(out, ref, rtol=fam.rtol, atol=fam.rtol * max(1.0, np.abs(ref).max()))
     if ok:
         return Outcome(k, family, source, "ok")
-    err = float(np.abs(out.astype(np.float64) - ref).max())
-    return Outcome(k, family, source, "wrong", f"max abs error {err:.3g}", recs)
+    worst = float(np.abs(out.astype(np.float64) - ref).max())
+    return Outcome(k, family, source, "wrong", f"max abs error {worst:.3g}", recs)
 
 
 __all__ = ["FAMILIES", "Family", "Outcome", "check_case", "make_case", "random_step",

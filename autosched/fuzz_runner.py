@@ -39,7 +39,7 @@ class _Slot:
         self.proc = ctx.Process(target=_worker, args=(child, seed, check), daemon=True)
         self.proc.start()
         child.close()
-        self.case = None
+        self.case: int | None = None
         self.deadline = 0.0
 
     def give(self, k: int, timeout: float) -> None:
@@ -113,13 +113,15 @@ def _collect(s: _Slot, ready, seed: int):
                                 tuple(tuple(x) for x in d["steps"]))
         except (EOFError, OSError):
             pass
+    case = s.case
+    assert case is not None                   # only busy slots are collected
     if s.conn in ready or s.proc.sentinel in ready:
         s.proc.join(timeout=1)
-        return _lost(seed, s.case, "crash", f"worker died (exit code {s.proc.exitcode})")
+        return _lost(seed, case, "crash", f"worker died (exit code {s.proc.exitcode})")
     if time.monotonic() >= s.deadline:
         s.proc.kill()
         s.proc.join()
-        return _lost(seed, s.case, "hang", "no result within the time limit")
+        return _lost(seed, case, "hang", "no result within the time limit")
     return None
 
 

@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 # iterator kinds (TVM's IteratorKind)
 SPATIAL, REDUCTION, MIXED, SPECIAL = 0, 1, 2, 3
@@ -32,13 +33,13 @@ class Iterator:
     kind: int = SPATIAL
     annotation: int = ANN_NONE
 
-    def with_annotation(self, ann: int) -> "Iterator":
+    def with_annotation(self, ann: int) -> Iterator:
         return replace(self, annotation=ann)
 
 
 @dataclass(frozen=True)
 class StageState:
-    op: object                # the te Operation of this stage (after dataflow rewrites)
+    op: Any                   # the te Operation of this stage (after dataflow rewrites)
     iters: tuple
     compute_at: int = ROOT
     is_placeholder: bool = False
@@ -62,7 +63,7 @@ class State:
         self.concrete = concrete
         self._str = None
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(self.dag, self.stages, self.attach_map, self.transform_steps,
                      self.concrete)
 

@@ -36,7 +36,7 @@ class HardwareParams:
                      integer=True)
 
     @staticmethod
-    def for_target(target: Target) -> "HardwareParams":
+    def for_target(target: Target) -> HardwareParams:
         return HardwareParams(target.num_cores, target.vector_bits // 8)
 
     def to_list(self) -> list:

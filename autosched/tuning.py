@@ -11,18 +11,25 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from records import load_best_record, load_records
 
-from .steps import serialize
-from .measure.builder import LocalBuilder
-from .measure.dask import ClusterError
 from .checks import check_fields
 from .errors import AutoSchedError, InvalidStepError
-from .measure.measurer import MeasureInput, MeasureResult, ProgramMeasurer, RecordToFile, was_cut_off
+from .measure.builder import LocalBuilder
+from .measure.dask import ClusterError
+from .measure.measurer import (
+    MeasureInput,
+    MeasureResult,
+    ProgramMeasurer,
+    RecordToFile,
+    was_cut_off,
+)
 from .measure.runner import LocalRunner
 from .search.policy import SketchPolicy
+from .steps import serialize
 
 
 @dataclass
@@ -34,7 +41,7 @@ class TuningOptions:
     builder: object = "local"
     runner: object = "local"
     measure_callbacks: list = field(default_factory=list)
-    progress_callback: object = None
+    progress_callback: Callable | None = None
 
     def __post_init__(self):
         check_fields(self, ("num_measure_trials", "verbose"), 0, integer=True)
@@ -121,7 +128,7 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
             except ClusterError as err:
                 # the cluster is gone: every finished batch is already in the log
                 stats.stop_reason = str(err)
-                warnings.warn(f"tuning stopped: {err}")
+                warnings.warn(f"tuning stopped: {err}", stacklevel=2)
                 break
             if not inputs:
                 break   # the search space is exhausted

@@ -33,7 +33,7 @@ def register_workload(func_or_name=None, f=None, override: bool = False):
 
 
 def _jsonable(args) -> list:
-    out = []
+    out: list = []
     for a in args:
         if isinstance(a, (list, tuple)):
             out.append(_jsonable(a))

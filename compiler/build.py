@@ -16,9 +16,9 @@ from .runtime.cache import DEFAULT_CACHE
 from .runtime.jit import compile_ir, load_module
 from .runtime.meta import meta_from_primfunc, resolve_alignment
 from .runtime.module import Module
-from .target import Target, parse_target
 from .schedule.lower import lower as _lower_schedule
 from .schedule.schedule import Schedule
+from .target import Target, parse_target
 from .tir.stmt import PrimFunc
 
 

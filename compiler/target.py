@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import llvmlite.binding as llvm
 
@@ -18,13 +18,13 @@ from .errors import BuildError
 _KNOWN_OPTS = ("mcpu", "mattr", "num-cores", "mtriple", "keys", "opt-level")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _init_llvm() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
 
 
-@lru_cache(maxsize=None)
+@cache
 def host_cpu() -> tuple:
     """(cpu name, feature string, triple) of this machine, as LLVM sees it."""
     _init_llvm()
@@ -43,7 +43,7 @@ class Target:
     opt_level: int = 3
 
     @staticmethod
-    def from_string(text: str) -> "Target":
+    def from_string(text: str) -> Target:
         return parse_target(text)
 
     @property

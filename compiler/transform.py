@@ -54,11 +54,11 @@ class PassContext:
         self.config = MappingProxyType(_checked_config(config or {}))
 
     @classmethod
-    def current(cls) -> "PassContext":
+    def current(cls) -> PassContext:
         stack = getattr(cls._local, "stack", None)
         return stack[-1] if stack else _DEFAULT
 
-    def __enter__(self) -> "PassContext":
+    def __enter__(self) -> PassContext:
         stack = getattr(self._local, "stack", None)
         if stack is None:
             stack = self._local.stack = []

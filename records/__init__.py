@@ -4,13 +4,33 @@ Standard library only (a test parses the imports). The log is JSON lines, layout
 compatible with TVM auto-scheduler logs (version "v0.6"); see ``records.record``.
 Readers never execute anything from a log; writers append one whole line at a time.
 """
-from records.analysis import (Comparison, WorkloadSummary, best_records, compare, curve,
-                              flops_of, gflops, summarize)
-from records.errors import (RecordError, RecordFieldError, RecordSyntaxError, RecordWarning,
-                            TruncatedLineError)
+from records.analysis import (
+                              Comparison,
+                              WorkloadSummary,
+                              best_records,
+                              compare,
+                              curve,
+                              flops_of,
+                              gflops,
+                              summarize,
+)
+from records.errors import (
+                              RecordError,
+                              RecordFieldError,
+                              RecordSyntaxError,
+                              RecordWarning,
+                              TruncatedLineError,
+)
 from records.io import RecordReader, RecordWriter, load_best_record, load_records, save_records
-from records.record import (FAILURE_COST, LOG_VERSION, SEED_PREFIX, ErrorNo,
-                            MeasureInputRecord, MeasureResultRecord, Record)
+from records.record import (
+                              FAILURE_COST,
+                              LOG_VERSION,
+                              SEED_PREFIX,
+                              ErrorNo,
+                              MeasureInputRecord,
+                              MeasureResultRecord,
+                              Record,
+)
 from records.selection import best_of, target_kind, target_matches
 from records.steps import STEP_CODES, STEP_FIELDS, validate_step
 

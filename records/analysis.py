@@ -105,7 +105,7 @@ class _Tally:
 
 def summarize(source, flops=None) -> list:
     """One ``WorkloadSummary`` per workload key, in order of first appearance."""
-    tallies = {}
+    tallies: dict = {}
     for record in _as_records(source):
         tallies.setdefault(record.workload_key, _Tally()).add(record)
     out = []
@@ -123,7 +123,7 @@ def best_records(source) -> list:
 
     Pairs are in order of first appearance; pairs without a valid record are left out.
     """
-    best = {}
+    best: dict = {}
     for record in _as_records(source):
         pair = (record.workload_key, record.target)
         current = best.setdefault(pair, None)

@@ -55,7 +55,7 @@ class RecordWriter:
         self.path = os.fspath(path)
         self._fsync = fsync
         self._compact = compact
-        self._fd = os.open(self.path, _OPEN_FLAGS, 0o644)
+        self._fd: int | None = os.open(self.path, _OPEN_FLAGS, 0o644)
         try:
             self._end_torn_line()
         except BaseException:
@@ -64,13 +64,15 @@ class RecordWriter:
 
     def _end_torn_line(self) -> None:
         """Terminate a torn last line left by an earlier crash (see module invariants)."""
-        if os.fstat(self._fd).st_size == 0:
+        fd = self._fd
+        assert fd is not None
+        if os.fstat(fd).st_size == 0:
             return
         with open(self.path, "rb") as f:
             f.seek(-1, os.SEEK_END)
             last = f.read(1)
         if last != b"\n":
-            _write_all(self._fd, b"\n")
+            _write_all(fd, b"\n")
 
     @property
     def closed(self) -> bool:

@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 
+
 def _threads_from_argv(argv) -> int | None:
     """``--threads N`` must act before numpy/torch start their thread pools."""
     for k, a in enumerate(argv):

@@ -31,10 +31,10 @@ from sklearn.model_selection import LeaveOneGroupOut
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from autosched import catalog  # noqa: E402,F401  (registers the built-in workloads)
-from autosched.steps import serialize  # noqa: E402
 from autosched.cost_model import RandomModel, XGBModel, XGBParams  # noqa: E402
 from autosched.errors import InvalidStepError, WorkloadError  # noqa: E402
 from autosched.measure import MeasureInput, MeasureResult  # noqa: E402
+from autosched.steps import serialize  # noqa: E402
 from autosched.task import SearchTask  # noqa: E402
 from records import load_records  # noqa: E402
 

@@ -1,23 +1,19 @@
 """Shared workloads, scenarios and checks for the autosched step tests."""
 import functools
-import json
-import re
 from dataclasses import dataclass
+
 import numpy as np
-import pytest
-from autosched.steps import serialize
+
 from autosched import state as S
 from autosched import steps as ST
 from autosched.compute_dag import ComputeDAG
-from autosched.errors import InvalidStepError
-from autosched.steps import apply_step, step_from_record
+from autosched.steps import apply_step, serialize
 from autosched.task import SearchTask
 from autosched.workload import register_workload
 from compiler import build, lower, te
 from compiler.schedule.bound import resolve_attach_ivar
 from compiler.tir.expr import IterVar
-from records import STEP_FIELDS, Record, validate_step
-
+from records import Record
 
 RNG = np.random.default_rng(7)
 
@@ -99,7 +95,7 @@ WORKLOADS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def task_of(name):
     func, args, _ = WORKLOADS[name]
     return SearchTask(func=func, args=args)
@@ -266,7 +262,7 @@ PY_CALL = {"AN": r"\.(unroll|vectorize|parallel)\(", "FU": r"\.fuse\(", "PR": r"
            "CHR": r"s\.cache_read\(", "CHW": r"s\.cache_write\(", "RF": r"s\.rfactor\("}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scenario_state(sid):
     name, steps = SCENARIOS[sid]
     return make(name, *steps)

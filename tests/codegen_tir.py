@@ -7,9 +7,9 @@ right before a PROT_NONE page, so an out-of-bounds read faults instead of passin
 import ctypes
 import mmap
 
+import jit_helper
 import numpy as np
 
-import jit_helper
 from compiler.codegen.llvm import codegen_llvm
 from compiler.target import host_target
 from compiler.tir import BufferLoad, BufferStore, For, PrimFunc, Ramp, Var, const, decl_buffer

@@ -9,7 +9,7 @@ keeps its code mapped.
 from __future__ import annotations
 
 import ctypes
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class Kernel:
     __call__ = run
 
 
-@lru_cache(maxsize=None)
+@cache
 def jit_kernel(name: str, dtype: str = "float32", lanes: int = 8) -> Kernel:
     """Compiled kernel applying math function ``name`` elementwise (cached)."""
     return Kernel(kernel_ir(name, dtype, lanes), _ELEM[dtype][1])

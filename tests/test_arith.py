@@ -2,13 +2,20 @@
 import random
 
 import pytest
+from interp import Interp
 
+from compiler import tir
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
-from compiler.tir.analysis import (count_nodes, free_vars, structural_equal, structural_hash,
-                                   undefined_buffers, uses_var)
+from compiler.tir.analysis import (
+    count_nodes,
+    free_vars,
+    structural_equal,
+    structural_hash,
+    undefined_buffers,
+    uses_var,
+)
 from compiler.tir.arith import const_int_bound, detect_linear, simplify_expr
-from test_passes_interp import Interp
 
 
 def c(v, dtype="int32"):
@@ -296,3 +303,14 @@ def test_uses_var_free_vars_count():
     B = S.decl_buffer((8,), "float32", "B")
     g = S.PrimFunc("g", (A,), S.BufferStore(B, E.FloatImm("float32", 1.0), (c(0),)))
     assert undefined_buffers(g) == [B]
+
+
+@pytest.mark.parametrize("x,y", [(2**62 + 3, 3), (-(2**62) - 5, 7), (2**60 + 1, -(2**31)),
+                                 (-7, 2), (7, -2), (-7, -2), (0, 5)])
+def test_integer_constant_folding_is_exact_beyond_2_53(x, y):
+    q = tir.truncdiv(tir.const(x, "int64"), tir.const(y, "int64"))
+    r = tir.truncmod(tir.const(x, "int64"), tir.const(y, "int64"))
+    want_q = abs(x) // abs(y) * (1 if (x >= 0) == (y > 0) else -1)
+    assert (q.value, r.value) == (want_q, x - want_q * y)
+    fq = tir.floordiv(tir.const(x, "int64"), tir.const(y, "int64"))
+    assert fq.value == x // y

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from autosched.steps import serialize
 from autosched import state as S
 from autosched import steps as ST
 from autosched import workload as W
 from autosched.compute_dag import ComputeDAG
 from autosched.errors import AutoSchedError, InvalidStepError, WorkloadError
-from autosched.steps import apply_step
+from autosched.steps import apply_step, serialize
 from autosched.task import HardwareParams, SearchTask
 from compiler import lower, te
 from compiler.target import parse_target

@@ -10,9 +10,9 @@ import pytest
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
-from autosched.measure.builder import default_build_func
 from autosched.errors import WorkloadError
 from autosched.measure import MeasureInput, MeasureResult
+from autosched.measure.builder import default_build_func
 from compiler import build, te, tir, topi
 from compiler.runtime import compile_ir
 from records import load_records

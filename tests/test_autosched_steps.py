@@ -7,27 +7,43 @@ record and a whole ``records.Record`` line), the printed schedule-API Python (it
 to exactly the replayed program), and the InvalidStepError raised when it does not apply.
 Regression tests for bugs found by these tests are named ``test_bug_*``.
 """
-import functools
 import json
 import re
-from dataclasses import dataclass
-import numpy as np
-import pytest
-from autosched.steps import serialize
-from autosched import state as S
-from autosched import steps as ST
-from autosched.compute_dag import ComputeDAG
-from autosched.errors import InvalidStepError
-from autosched.steps import apply_step, step_from_record
-from autosched.task import SearchTask
-from autosched.workload import register_workload
-from compiler import build, lower, te
-from compiler.schedule.bound import resolve_attach_ivar
-from compiler.tir.expr import IterVar
-from records import STEP_FIELDS, Record, validate_step
 
+import pytest
 from autosched_helpers import (  # noqa: F401
-    RNG, PAR, VEC, UNR, wl_matmul, wl_matmul_relu, wl_rowsum, wl_chain, wl_conv, ref_conv, WORKLOADS, task_of, dag_of, make, run_and_compare, TE_ANN, TE_ATTACH, TE_KIND, assert_mirrors_schedule, lowered_pair, FakeInput, FakeResult, record_round_trip, tiled_matmul_with_cache_write, SCENARIOS, PY_CALL, scenario_state)
+    PAR,
+    PY_CALL,
+    RNG,
+    SCENARIOS,
+    TE_ANN,
+    TE_ATTACH,
+    TE_KIND,
+    UNR,
+    VEC,
+    WORKLOADS,
+    FakeInput,
+    FakeResult,
+    assert_mirrors_schedule,
+    dag_of,
+    lowered_pair,
+    make,
+    record_round_trip,
+    ref_conv,
+    run_and_compare,
+    scenario_state,
+    task_of,
+    tiled_matmul_with_cache_write,
+    wl_chain,
+    wl_conv,
+    wl_matmul,
+    wl_matmul_relu,
+    wl_rowsum,
+)
+
+from autosched import steps as ST
+from autosched.steps import step_from_record
+from records import STEP_FIELDS, validate_step
 
 
 def test_scenarios_cover_all_14_step_codes():

@@ -9,14 +9,52 @@ import time
 
 import numpy as np
 import pytest
+from codegen_tir import (
+    LANES,
+    TARGET,
+    buf,
+    build,
+    elementwise,
+    guarded_array,
+    ld,
+    loop,
+    ramp,
+    run,
+    st,
+)
 
-from codegen_tir import (LANES, TARGET, build, buf, elementwise, guarded_array, ld, loop,
-                         ramp, run, st)
 from compiler.codegen.llvm import codegen_llvm
 from compiler.errors import CodegenError
-from compiler.tir import (EQ, GE, LT, And, Broadcast, BufferStore, Call, Cast, Div, FloorDiv,
-                          FloorMod, For, IfThenElse, Let, LetStmt, Max, Min, Mod, Not, Or,
-                          PrimFunc, Ramp, Select, Shuffle, Var, const, decl_buffer, seq)
+from compiler.tir import (
+    EQ,
+    GE,
+    LT,
+    And,
+    Broadcast,
+    BufferStore,
+    Call,
+    Cast,
+    Div,
+    FloorDiv,
+    FloorMod,
+    For,
+    IfThenElse,
+    Let,
+    LetStmt,
+    Max,
+    Min,
+    Mod,
+    Not,
+    Or,
+    PrimFunc,
+    Ramp,
+    Select,
+    Shuffle,
+    Var,
+    const,
+    decl_buffer,
+    seq,
+)
 from compiler.tir.expr import Add, Mul, Sub
 
 
@@ -429,6 +467,7 @@ def test_errors_name_the_problem():
         codegen_llvm(elementwise("exp", "float32", 8, lambda x, y: x + y), TARGET)
 
 
+@pytest.mark.slow   # a timing assertion: fails under load; speed is benchmarked elsewhere
 def test_codegen_speed_big_unrolled_kernel():
     n = 2048
     a, b, o = buf("A", n * 8), buf("B", n * 8), buf("O", n * 8)
@@ -454,9 +493,7 @@ def test_deep_expression_chain():
     for k in range(1, n):
         e = Add(e, Mul(ld(a, const(k)), const(0.5)))
     f = PrimFunc("deep", (a, o), st(o, const(0), e))
-    t0 = time.perf_counter()
     ir = codegen_llvm(f, TARGET)
-    assert time.perf_counter() - t0 < 5.0
     x = np.random.rand(n).astype("float32")
     r = np.zeros(1, "float32")
     jit_module = build(f)

@@ -5,12 +5,25 @@ Checked against numpy; also reports the fork-join cost of an empty parallel regi
 """
 import numpy as np
 import pytest
+from codegen_tir import LANES, TARGET, buf, build, ld, loop, ramp, run, st
 
-from codegen_tir import LANES, TARGET, build, buf, ld, loop, ramp, run, st
 from compiler.codegen.llvm import codegen_llvm
 from compiler.target import parse_target
-from compiler.tir import (Allocate, Broadcast, Cast, Evaluate, For, LetStmt, LT, Not,
-                          PrimFunc, Var, const, decl_buffer, seq)
+from compiler.tir import (
+    LT,
+    Allocate,
+    Broadcast,
+    Cast,
+    Evaluate,
+    For,
+    LetStmt,
+    Not,
+    PrimFunc,
+    Var,
+    const,
+    decl_buffer,
+    seq,
+)
 
 
 @pytest.mark.parametrize("size", [64, 40000])

@@ -8,13 +8,20 @@ import pytest
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
-from autosched.steps import serialize
 from autosched import state as S
-from autosched.cost_model import (CostModelError, FeatureVersionError, RandomModel, XGBModel,
-                                  XGBParams, pack_ids, pack_sum, pack_sum_square_error)
+from autosched.cost_model import (
+    CostModelError,
+    FeatureVersionError,
+    RandomModel,
+    XGBModel,
+    XGBParams,
+    pack_ids,
+    pack_sum,
+    pack_sum_square_error,
+)
 from autosched.features import FEATURE_NAMES, FEATURE_VERSION
 from autosched.measure import MeasureInput, MeasureResult
-from autosched.steps import AnnotationStep, ReorderStep, SplitStep, apply_step
+from autosched.steps import AnnotationStep, ReorderStep, SplitStep, apply_step, serialize
 from records import MeasureInputRecord, MeasureResultRecord, Record, save_records
 
 N = 64
@@ -130,6 +137,7 @@ def test_update_from_file_skips_stale_and_unknown_records(tmp_path):
     assert model.update_from_file(str(log)) == n
 
 
+@pytest.mark.slow   # a timing assertion: fails under load (see scripts/eval_cost_model.py)
 def test_training_and_prediction_are_fast():
     task = _task()
     pop = auto.SketchPolicy(task, seed=0).sample_initial_population(300)

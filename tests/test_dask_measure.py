@@ -14,9 +14,8 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 import autosched as auto  # noqa: E402
-from autosched.measure.dask import (ClusterError, DaskBuilder, DaskRunner,  # noqa: E402
-                                    limit_host_features)
 from autosched.measure import MeasureErrorNo, MeasureInput  # noqa: E402
+from autosched.measure.dask import ClusterError, DaskBuilder, DaskRunner, limit_host_features  # noqa: E402
 from autosched.workload import register_workload  # noqa: E402
 from compiler import te  # noqa: E402
 

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from autosched_helpers import assert_mirrors_schedule, dag_of, make, ref_conv, run_and_compare
 
 from autosched import steps as ST
 from autosched.errors import InvalidStepError
@@ -20,9 +21,6 @@ from autosched.workload import register_workload
 from compiler import build, lower, te
 from compiler.errors import CompilerError, LoweringError
 from compiler.transform import PassContext
-
-from autosched_helpers import (assert_mirrors_schedule, dag_of, make, ref_conv,
-                               run_and_compare)
 
 RNG = np.random.default_rng(13)
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -6,10 +6,10 @@ hang or refusal of a state the State accepted fails the test with the reproducin
 """
 import collections
 
+from fuzz_planted import planted_check
+
 from autosched import fuzz
 from autosched.fuzz_runner import run_cases
-
-from fuzz_planted import planted_check
 
 SEED, N = 0, 200
 

@@ -6,10 +6,9 @@ and review the diff.
 import pathlib
 
 import pytest
+from schedule_helpers import conv2d_nchw, matmul
 
 from compiler import lower, te, tir
-
-from test_schedule_numeric import conv2d_nchw, matmul
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 

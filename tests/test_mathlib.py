@@ -8,10 +8,10 @@ and the scalar definitions are both exercised.
 import math
 
 import llvmlite.binding as llvm
+import mathlib_kernels
 import numpy as np
 import pytest
 
-import mathlib_kernels
 from compiler.codegen import mathlib
 from compiler.errors import CodegenError
 
@@ -72,7 +72,7 @@ def sample(name, rng):
 def test_definition_parses_and_verifies(name, dtype):
     sym, text = mathlib.math_function(name, dtype)
     assert sym == mathlib.symbol_name(name, dtype)
-    assert text.startswith(f"define internal ")
+    assert text.startswith("define internal ")
     assert f"@{sym}(" in text and "alwaysinline nounwind" in text
     decls = "declare double @erf(double)\n" if (name, dtype[:7]) == ("erf", "float64") else ""
     mod = llvm.parse_assembly(decls + text)

@@ -17,15 +17,21 @@ import pytest
 
 import autosched.measure.measurer as measure_mod
 import compiler
+from autosched.measure import (
+    BuildResult,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureResult,
+    ProgramMeasurer,
+    RecordToFile,
+    was_cut_off,
+)
 from autosched.measure.builder import BuildCutoff, LocalBuilder, default_build_func
-from autosched.measure import (BuildResult, MeasureErrorNo, MeasureInput, MeasureResult,
-                               ProgramMeasurer, RecordToFile, was_cut_off)
-from autosched.measure.runner import RunCutoff, LocalRunner, _arguments
+from autosched.measure.runner import LocalRunner, RunCutoff, _arguments
 from autosched.measure.workers import WorkerPool
 from compiler import te
 from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
-from records import (FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record,
-                     load_records)
+from records import FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record, load_records
 
 N = 32
 BUILD_TIMEOUT = 4.0
@@ -152,7 +158,8 @@ def test_data_classes_validate_and_fail_with_failure_cost():
     assert ok.is_valid and ok.mean_cost == pytest.approx(2e-3)
     with pytest.raises(ValueError, match="at least one cost"):
         MeasureResult([], 0, "", 0.0, 0.0)
-    with pytest.raises(ValueError, match=r"MeasureResult error_no=9: expected an int >= 0 and <= 8"):
+    with pytest.raises(ValueError,
+                       match=r"MeasureResult error_no=9: expected an int >= 0 and <= 8"):
         MeasureResult([1.0], 9, "", 0.0, 0.0)
     with pytest.raises(ValueError, match="needs object bytes"):
         BuildResult(None, None, 0, "", 0.0)

@@ -1,12 +1,12 @@
 """Tests of the ``flatten_buffers`` pass."""
 import pytest
+from interp import assert_same_result, ci, fi
 
 from compiler.errors import LoweringError
 from compiler.passes import flatten_buffers
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
 from compiler.tir.functor import post_order_visit
-from test_passes_interp import assert_same_result, ci, fi
 
 
 def _accesses(func):

@@ -1,16 +1,22 @@
 """Tests of the default pass pipeline against the contract in docs/CONTRACTS.md §2."""
 import numpy as np
 import pytest
+from interp import assert_same_result, ci, fi, random_args, run_func, tiled_matmul
 
 from compiler.errors import LoweringError
-from compiler.passes import (default_pipeline, flatten_buffers, remove_noop, run_pipeline,
-                             simplify, unroll_loops, vectorize_loops)
+from compiler.passes import (
+    default_pipeline,
+    flatten_buffers,
+    remove_noop,
+    run_pipeline,
+    simplify,
+    unroll_loops,
+    vectorize_loops,
+)
 from compiler.tir import dtype as dt
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
 from compiler.tir.functor import post_order_visit
-from test_passes_interp import (assert_same_result, ci, fi, random_args, run_func,
-                                tiled_matmul)
 
 
 def _nodes(func, cls):

@@ -1,8 +1,9 @@
 """Tests of the ``remove_noop`` pass."""
+from interp import assert_same_result, ci, fi
+
 from compiler.passes import remove_noop
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
-from test_passes_interp import assert_same_result, ci, fi
 
 A = S.decl_buffer((64,), "float32", "A")
 L = S.decl_buffer((4,), "float32", "L")

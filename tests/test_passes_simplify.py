@@ -1,8 +1,9 @@
 """Tests of the ``simplify`` pass."""
+from interp import assert_same_result, ci, fi
+
 from compiler.passes import simplify
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
-from test_passes_interp import assert_same_result, ci, fi
 
 
 def _func(body, *bufs):

@@ -1,9 +1,10 @@
 """Tests of the ``unroll_loops`` pass."""
+from interp import assert_same_result, ci, fi
+
 from compiler.passes import unroll_loops
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
 from compiler.tir.functor import post_order_visit
-from test_passes_interp import assert_same_result, ci, fi
 
 A = S.decl_buffer((64,), "float32", "A")
 

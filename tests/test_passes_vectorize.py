@@ -1,10 +1,11 @@
 """Tests of the ``vectorize_loops`` pass."""
+from interp import assert_same_result, ci, fi
+
 from compiler.passes import flatten_buffers, vectorize_loops
 from compiler.tir import dtype as dt
 from compiler.tir import expr as E
 from compiler.tir import stmt as S
 from compiler.tir.functor import post_order_visit
-from test_passes_interp import assert_same_result, ci, fi
 
 
 def _f(body, *bufs):

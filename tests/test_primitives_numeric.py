@@ -3,10 +3,9 @@ import math
 
 import numpy as np
 import pytest
+from schedule_helpers import matmul, rand, run
 
 from compiler import build, lower, te, tir
-
-from test_schedule_numeric import matmul, rand, run
 
 
 def _mm_check(s, A, B, C, n=24, m=20, k=16):

@@ -3,9 +3,20 @@ import pickle
 
 import pytest
 
-from records import (ErrorNo, MeasureInputRecord, MeasureResultRecord, Record, RecordError,
-                     RecordFieldError, best_records, compare, curve, flops_of, save_records,
-                     summarize)
+from records import (
+    ErrorNo,
+    MeasureInputRecord,
+    MeasureResultRecord,
+    Record,
+    RecordError,
+    RecordFieldError,
+    best_records,
+    compare,
+    curve,
+    flops_of,
+    save_records,
+    summarize,
+)
 from records.analysis import error_names
 from records.table import format_table
 

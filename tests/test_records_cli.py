@@ -7,8 +7,14 @@ import sys
 
 import pytest
 
-from records import (ErrorNo, MeasureInputRecord, MeasureResultRecord, Record, load_records,
-                     save_records)
+from records import (
+    ErrorNo,
+    MeasureInputRecord,
+    MeasureResultRecord,
+    Record,
+    load_records,
+    save_records,
+)
 from records.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -65,7 +71,8 @@ def test_best_distills_to_a_new_log(capsys, log, tmp_path):
     out_path = tmp_path / "best.json"
     code, out, _ = run(capsys, "best", log, "-o", out_path)
     assert code == 0
-    assert out.strip() == f"{out_path}: wrote 2 best records (2 workloads) out of 4 records in {log}"
+    assert out.strip() == (f"{out_path}: wrote 2 best records (2 workloads) out of 4 records "
+                           f"in {log}")
     assert [(r.workload_key, r.mean_cost) for r in load_records(out_path)] == [
         (MM, 0.002), (CONV, 0.010)]
 

@@ -5,10 +5,22 @@ import warnings
 
 import pytest
 
-from records import (FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record,
-                     RecordError, RecordFieldError, RecordReader, RecordSyntaxError,
-                     RecordWarning, RecordWriter, TruncatedLineError, load_best_record,
-                     load_records, save_records)
+from records import (
+    FAILURE_COST,
+    MeasureInputRecord,
+    MeasureResultRecord,
+    Record,
+    RecordError,
+    RecordFieldError,
+    RecordReader,
+    RecordSyntaxError,
+    RecordWarning,
+    RecordWriter,
+    TruncatedLineError,
+    load_best_record,
+    load_records,
+    save_records,
+)
 
 KEY = '["matmul", 64, 64, 64]'
 

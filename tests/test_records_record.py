@@ -3,9 +3,17 @@ import json
 
 import pytest
 
-from records import (FAILURE_COST, STEP_CODES, ErrorNo, MeasureInputRecord,
-                     MeasureResultRecord, Record, RecordError, RecordFieldError,
-                     RecordSyntaxError)
+from records import (
+    FAILURE_COST,
+    STEP_CODES,
+    ErrorNo,
+    MeasureInputRecord,
+    MeasureResultRecord,
+    Record,
+    RecordError,
+    RecordFieldError,
+    RecordSyntaxError,
+)
 
 # One hand-written line following TVM's layout (as TVM's own tests and tutorials show it).
 TVM_LINE = (

@@ -3,158 +3,41 @@
 The kernels here are written by hand so the runtime is tested independently of lowering
 and codegen.  Every compile uses ``cache=None`` or a tmp_path cache (never ~/.cache).
 """
-import concurrent.futures
-import multiprocessing
 import os
-import pathlib
 import pickle
 import signal
-import threading
 
 import numpy as np
 import pytest
+from runtime_helpers import ADD_META, BOOL_IR, COUNT_IR, COUNT_META, GOMP_IR, N, abc_arrays, add_ir
 
 from compiler import te
 from compiler.build import build, build_object, lower
 from compiler.errors import BuildError
-from compiler.runtime import (DEFAULT_CACHE, FuncMeta, ObjectCache, ParamMeta, as_aligned,
-                              compile_ir, compile_ir_full, default_cache, empty_aligned,
-                              host_target, load_module, meta_from_primfunc, parse_target,
-                              process_stats, set_default_cache)
-from compiler.runtime import cache as cache_mod
+from compiler.runtime import (
+    FuncMeta,
+    ObjectCache,
+    ParamMeta,
+    as_aligned,
+    compile_ir,
+    compile_ir_full,
+    default_cache,
+    empty_aligned,
+    host_target,
+    load_module,
+    meta_from_primfunc,
+    parse_target,
+    set_default_cache,
+)
 from compiler.runtime import timer as timer_mod
-from compiler.runtime.cache import resolve_cache
 from compiler.runtime.meta import ir_param_alignments
 from compiler.runtime.objfile import read_symbols
-from compiler.tir import (Add, BufferLoad, BufferStore, For, IntImm, PrimFunc, Var,
-                          decl_buffer)
-
-N = 1024
-
-
-def add_ir(n=N, name="add", align=64, repeat=True):
-    """C[i] = A[i] + B[i] for i < n, float32; params claim ``align`` bytes."""
-    attr = f" align {align}" if align else ""
-    p = ", ".join(f"ptr noalias{attr} %{x}" for x in "ABC")
-    text = f"""
-define void @{name}({p}) {{
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  %pa = getelementptr float, ptr %A, i64 %i
-  %pb = getelementptr float, ptr %B, i64 %i
-  %pc = getelementptr float, ptr %C, i64 %i
-  %a = load float, ptr %pa, align 4
-  %b = load float, ptr %pb, align 4
-  %c = fadd float %a, %b
-  store float %c, ptr %pc, align 4
-  %i1 = add i64 %i, 1
-  %d = icmp eq i64 %i1, {n}
-  br i1 %d, label %exit, label %loop
-exit:
-  ret void
-}}
-"""
-    return text + (repeat_ir(name, 3) if repeat else "")
-
-
-def repeat_ir(name, nargs):
-    params = ", ".join(f"ptr %p{k}" for k in range(nargs))
-    args = ", ".join(f"ptr %p{k}" for k in range(nargs))
-    return f"""
-define void @{name}__repeat({params}, i64 %n) {{
-entry:
-  %z = icmp sle i64 %n, 0
-  br i1 %z, label %exit, label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  call void @{name}({args})
-  %i1 = add i64 %i, 1
-  %d = icmp eq i64 %i1, %n
-  br i1 %d, label %exit, label %loop
-exit:
-  ret void
-}}
-"""
-
+from compiler.tir import Add, BufferLoad, BufferStore, For, IntImm, PrimFunc, Var, decl_buffer
 
 # Volatile so LLVM cannot fold n calls into one "C += n": counts are the real call counts.
-COUNT_BODY = """{
-entry:
-  %v = load volatile i64, ptr %C
-  %v1 = add i64 %v, 1
-  store volatile i64 %v1, ptr %C
-  ret void
-}
-"""
-COUNT_IR = ("define void @count(ptr noalias %C) " + COUNT_BODY + repeat_ir("count", 1)
-            + "define void @tick(ptr noalias %C) " + COUNT_BODY)
-COUNT_META = [("count", [("C", (1,), "int64")]), ("tick", [("C", (1,), "int64")])]
 
-GOMP_IR = """
-declare void @GOMP_parallel(ptr, ptr, i32, i32)
-declare i32 @omp_get_thread_num()
-declare i32 @omp_get_num_threads()
-declare float @expf(float)
 
-define internal void @par_worker(ptr %data) {
-  %t = call i32 @omp_get_thread_num()
-  %n = call i32 @omp_get_num_threads()
-  %out = load ptr, ptr %data
-  %t64 = sext i32 %t to i64
-  %p = getelementptr i32, ptr %out, i64 %t64
-  store i32 %n, ptr %p
-  ret void
-}
 
-define void @par(ptr noalias %O) {
-  %d = alloca ptr
-  store ptr %O, ptr %d
-  call void @GOMP_parallel(ptr @par_worker, ptr %d, i32 2, i32 0)
-  ret void
-}
-
-define void @vexp(ptr noalias %X, ptr noalias %Y) {
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  %px = getelementptr float, ptr %X, i64 %i
-  %py = getelementptr float, ptr %Y, i64 %i
-  %x = load float, ptr %px
-  %e = call float @expf(float %x)
-  store float %e, ptr %py
-  %i1 = add i64 %i, 1
-  %d = icmp eq i64 %i1, 16
-  br i1 %d, label %exit, label %loop
-exit:
-  ret void
-}
-"""
-
-BOOL_IR = """
-define void @lnot(ptr noalias %A, ptr noalias %B) {
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i1, %loop]
-  %pa = getelementptr i8, ptr %A, i64 %i
-  %pb = getelementptr i8, ptr %B, i64 %i
-  %a = load i8, ptr %pa
-  %z = icmp eq i8 %a, 0
-  %b = zext i1 %z to i8
-  store i8 %b, ptr %pb
-  %i1 = add i64 %i, 1
-  %d = icmp eq i64 %i1, 8
-  br i1 %d, label %exit, label %loop
-exit:
-  ret void
-}
-"""
-
-ADD_META = [("add", [("A", (N,), "float32", False), ("B", (N,), "float32", False),
-                     ("C", (N,), "float32", True)])]
 
 
 @pytest.fixture(scope="module")
@@ -168,15 +51,11 @@ def count_mod():
     return load_module(compile_ir(COUNT_IR, cache=None), COUNT_META, ir_text=COUNT_IR)
 
 
-def _abc(n=N, seed=0):
-    rng = np.random.default_rng(seed)
-    return (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32),
-            np.zeros(n, np.float32))
 
 
 # ------------------------------------------------------------------ calling kernels
 def test_add_matches_numpy_aligned_and_misaligned(add_mod):
-    a, b, c = _abc()
+    a, b, c = abc_arrays()
     add_mod(a, b, c)   # numpy arrays are usually only 16-byte aligned: copied, not crashed
     np.testing.assert_array_equal(c, a + b)
     aa, bb, cc = as_aligned(a), as_aligned(b), empty_aligned(N)
@@ -254,7 +133,7 @@ def test_bool_param_is_one_byte_numpy_bool():
 
 # ------------------------------------------------------------------ argument checks
 def test_argument_count_and_type_errors(add_mod):
-    a, b, c = _abc()
+    a, b, c = abc_arrays()
     with pytest.raises(TypeError, match=r"'add' takes 3 arrays \(A, B, C\), got 2"):
         add_mod(a, b)
     with pytest.raises(TypeError, match="param 'B': expected a numpy.ndarray, got list"):
@@ -262,7 +141,7 @@ def test_argument_count_and_type_errors(add_mod):
 
 
 def test_shape_dtype_contiguity_and_readonly_errors(add_mod):
-    a, b, c = _abc()
+    a, b, c = abc_arrays()
     with pytest.raises(ValueError, match=r"param 'B': expected shape \(1024,\), got \(512,\)"):
         add_mod(a, b[:512].copy(), c)
     with pytest.raises(ValueError, match="param 'A': expected dtype float32, got float64"):
@@ -282,7 +161,7 @@ def test_shape_dtype_contiguity_and_readonly_errors(add_mod):
 
 
 def test_aliasing_params_rejected(add_mod):
-    a, b, c = _abc()
+    a, b, c = abc_arrays()
     with pytest.raises(ValueError, match="params 'A' and 'C' share memory"):
         add_mod(a, b, a)
     with pytest.raises(ValueError, match="share memory"):
@@ -293,7 +172,7 @@ def test_aliasing_params_rejected(add_mod):
 
 
 def test_errors_leave_outputs_untouched(add_mod):
-    a, b, c = _abc()
+    a, b, c = abc_arrays()
     with pytest.raises(ValueError):
         add_mod(a, b[:10].copy(), c)
     assert not c.any()
@@ -332,7 +211,7 @@ def test_time_evaluator_cache_flush_runs_before_each_repeat(add_mod, monkeypatch
     calls = []
     real = timer_mod.flush_cpu_cache
     monkeypatch.setattr(timer_mod, "flush_cpu_cache", lambda: (calls.append(1), real()))
-    a, b, c = _abc()
+    a, b, c = abc_arrays()
     res = add_mod.time_evaluator(number=2, repeat=3, enable_cpu_cache_flush=True)(a, b, c)
     assert len(calls) == 3 and len(res.results) == 3 and res.mean > 0
     np.testing.assert_array_equal(c, a + b)   # misaligned output written back after timing
@@ -362,7 +241,7 @@ def test_get_source_and_export_object(add_mod):
     obj = add_mod.export_object()
     assert isinstance(obj, bytes) and obj[:4] == b"\x7fELF"
     again = load_module(obj, add_mod.funcs_meta)
-    a, b, c = _abc(seed=3)
+    a, b, c = abc_arrays(seed=3)
     again(a, b, c)
     np.testing.assert_array_equal(c, a + b)
     with pytest.raises(BuildError, match="without its IR"):
@@ -475,7 +354,7 @@ def test_build_schedule_and_primfunc_end_to_end(tmp_path, tmp_default_cache):
     xo, xi = s[C].split(C.op.axis[0], factor=8)
     s[C].vectorize(xi)
     mod = build(s, [A, B, C], target="llvm", name="fma_add")
-    a, b, c = _abc(n, seed=7)
+    a, b, c = abc_arrays(n, seed=7)
     mod(a, b, c)
     np.testing.assert_allclose(c, a * b + a, rtol=1e-6)
     assert mod.entry_name == "fma_add" and mod["fma_add"].has_repeat

@@ -3,31 +3,28 @@ import concurrent.futures
 import multiprocessing
 import os
 import pathlib
-import pickle
-import signal
 import threading
 
 import numpy as np
 import pytest
 
-from compiler import te
-from compiler.build import build, build_object, lower
 from compiler.errors import BuildError
-from compiler.runtime import (DEFAULT_CACHE, FuncMeta, ObjectCache, ParamMeta, as_aligned,
-                              compile_ir, compile_ir_full, default_cache, empty_aligned,
-                              host_target, load_module, meta_from_primfunc, parse_target,
-                              process_stats, set_default_cache)
+from compiler.runtime import (
+    DEFAULT_CACHE,
+    ObjectCache,
+    compile_ir,
+    default_cache,
+    host_target,
+    load_module,
+    parse_target,
+    process_stats,
+)
 from compiler.runtime import cache as cache_mod
-from compiler.runtime import timer as timer_mod
 from compiler.runtime.cache import resolve_cache
-from compiler.runtime.meta import ir_param_alignments
-from compiler.runtime.objfile import read_symbols
-from compiler.tir import (Add, BufferLoad, BufferStore, For, IntImm, PrimFunc, Var,
-                          decl_buffer)
 
 N = 1024
 
-from test_runtime import ADD_META, N, _abc, add_ir  # noqa: E402
+from runtime_helpers import ADD_META, abc_arrays, add_ir  # noqa: E402
 
 
 # ------------------------------------------------------------------ object cache
@@ -61,7 +58,7 @@ def test_corrupt_entry_is_a_miss(tmp_path, damage):
         path.mkdir()       # unreadable entry: reading raises an OSError
     obj = compile_ir(add_ir(), cache=cache)
     assert obj == good and cache.hits == 0 and cache.misses == 2
-    load_module(obj, ADD_META)(*_abc())
+    load_module(obj, ADD_META)(*abc_arrays())
 
 
 def test_cache_write_failures_are_harmless(tmp_path, monkeypatch):
@@ -114,7 +111,7 @@ def test_compile_in_spawned_worker_and_load_here():
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
         obj = pool.submit(compile_ir, add_ir(), "llvm", None, None).result(timeout=60)
     mod = load_module(obj, ADD_META)
-    a, b, c = _abc(seed=5)
+    a, b, c = abc_arrays(seed=5)
     mod(a, b, c)
     np.testing.assert_array_equal(c, a + b)
 

@@ -75,7 +75,8 @@ def test_compute_at_axis_of_other_stage():
 def test_inline_output():
     _, _, _, R = _mm()
     s = te.create_schedule(R.op)
-    with pytest.raises(ScheduleError, match="compute_inline on stage R: an output cannot be inlined"):
+    with pytest.raises(ScheduleError,
+                       match="compute_inline on stage R: an output cannot be inlined"):
         s[R].compute_inline()
 
 

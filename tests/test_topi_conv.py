@@ -5,9 +5,9 @@ multipliers, odd spatial sizes, ceil_mode, count_include_pad, fused bias + relu.
 """
 import numpy as np
 import pytest
+from test_topi_common import expect_error, rand, verify
 
 from compiler import lower, te, topi
-from test_topi_common import expect_error, rand, verify
 
 
 def conv_ref(x, w, stride, pads, dil, groups=1):

@@ -6,9 +6,9 @@ combination and batch broadcasting.
 """
 import numpy as np
 import pytest
+from test_topi_common import expect_error, rand, verify
 
 from compiler import lower, te, topi
-from test_topi_common import expect_error, rand, verify
 
 DENSE_SHAPES = [(1, 10, 64), (7, 13, 17), (33, 40, 64), (16, 48, 24), (5, 100, 48)]
 

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from test_topi_common import expect_error, rand, verify
 
 from compiler import te, topi
-from test_topi_common import expect_error, rand, verify
 
 _erf = np.vectorize(math.erf)
 

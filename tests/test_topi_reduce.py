@@ -5,9 +5,9 @@ reductions (both schedule paths), SIMD-divisible and odd extents, ties in argmax
 """
 import numpy as np
 import pytest
+from test_topi_common import expect_error, rand, verify
 
 from compiler import te, topi
-from test_topi_common import expect_error, rand, verify
 
 REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}
 AXES = [None, -1, 0, (0, 2), (-1, -2), ()]

@@ -2,9 +2,9 @@
 layout_transform, pad/dilate and image.resize2d vs numpy."""
 import numpy as np
 import pytest
+from test_topi_common import expect_error, rand, verify
 
 from compiler import te, topi
-from test_topi_common import expect_error, rand, verify
 
 
 @pytest.mark.parametrize("src,dst", [((2, 3, 4), (6, 4)), ((24,), (2, -1, 3)),

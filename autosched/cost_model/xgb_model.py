@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,17 +32,22 @@ from compiler.errors import CompilerError
 from compiler.target import parse_target
 from records import load_records
 
-from ..steps import serialize
 from ..checks import check_fields
 from ..compute_dag import ComputeDAG
-from .base import CostModel, CostModelError, FeatureVersionError
 from ..errors import InvalidStepError, WorkloadError
+from ..features.extract import (
+    FEATURE_NAMES,
+    FEATURE_VERSION,
+    FeatureConfig,
+    FeatureError,
+    FeatureExtractor,
+)
+from ..steps import serialize
 from ..workload import workload_key_to_tensors
-from ..features.extract import FEATURE_NAMES, FEATURE_VERSION, FeatureConfig, FeatureError, \
-    FeatureExtractor
+from .base import CostModel, CostModelError, FeatureVersionError
 
 MODEL_FORMAT = "autosched.XGBModel"
-_XGBOOST = []
+_XGBOOST: list = []
 
 
 def _xgb():
@@ -107,7 +113,7 @@ class XGBModel(CostModel):
         self.params = params or XGBParams()
         self.seed = seed
         self.extractor = FeatureExtractor(feature_config)
-        self.booster = None
+        self.booster: Any = None      # an xgboost.Booster once trained
         self._records: list = []
         self._rng = np.random.default_rng(seed)
 
@@ -122,7 +128,7 @@ class XGBModel(CostModel):
         try:
             return self.extractor.featurize_many(states)
         except FeatureError:
-            out = []
+            out: list = []
             for st in states:
                 try:
                     out.append(self.extractor.featurize(st))

@@ -382,7 +382,9 @@ class FeatureExtractor:
 
     def featurize_many(self, states) -> list:
         """Feature matrices of ``states`` (memo hits reused, misses computed in one batch)."""
-        out, todo, keys = [None] * len(states), [], {}
+        out: list = [None] * len(states)
+        todo: list = []
+        keys: dict = {}
         for i, st in enumerate(states):
             key = (id(st.dag), str(st))
             hit = self._memo.get(key)

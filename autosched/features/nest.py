@@ -36,10 +36,16 @@ import numpy as np
 from compiler.te.tensor import ComputeOp
 
 from .. import state as S
-from .body import READ, body_info
 from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
-from ..steps.loop import (FollowFusedSplitStep, FollowSplitStep, FuseStep, ReorderStep,
-                         SplitStep, split_chain_extents)
+from ..steps.loop import (
+    FollowFusedSplitStep,
+    FollowSplitStep,
+    FuseStep,
+    ReorderStep,
+    SplitStep,
+    split_chain_extents,
+)
+from .body import READ, body_info
 
 # annotation position codes (Ansor's AnnotationPosType)
 POS_NONE, POS_INNER_SPATIAL, POS_MIDDLE_SPATIAL, POS_OUTER_SPATIAL = 0, 1, 2, 3
@@ -89,7 +95,7 @@ def _carve(atoms, inner_exts) -> list:
 
 
 def _fuse(leaves) -> tuple:
-    out = []
+    out: list = []
     for atoms in leaves:
         for a in atoms:
             if out and out[-1][0] == a[0] and out[-1][1] == a[1] * a[2]:
@@ -220,6 +226,7 @@ def _attached_range(info, parent, k):
             b = const + sum(x for x in moved if x > 0)
             lo = a if lo is None or a < lo else lo
             hi = b if hi is None or b > hi else hi
+        assert lo is not None and hi is not None     # every access has a tuple
         ext.append(max(1, min(dom, int(hi - lo) + 1)))
     M[:n_sp] = acc.coefs[0]
     return ext + list(info.root_ext[n_sp:]), M
@@ -293,7 +300,7 @@ def build_nests(state) -> list:
         att = state.attach_map.get(sid) if st.compute_at == S.ITER else None
         parent = nests.get(att[0]) if att else None
         root_ext, k = info.root_ext, 0
-        if parent is not None:
+        if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
             root_ext, M = _attached_range(info, parent, k)
         atoms = _checked(leaves[sid], st)

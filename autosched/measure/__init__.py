@@ -3,10 +3,20 @@ ProgramMeasurer, RecordToFile), worker processes (``workers``), the local builde
 runner, and their Dask counterparts (``dask``).  Re-exported here."""
 from .builder import BuildCutoff, LocalBuilder, default_build_func
 from .dask import ClusterError, DaskBuilder, DaskRunner
-from .measurer import (CUTOFF_MARK, BuildResult, MeasureCallback, MeasureErrorNo,
-                       MeasureInput, MeasureResult, ProgramBuilder, ProgramMeasurer,
-                       ProgramRunner, RecordToFile, was_cut_off)
-from .runner import RunCutoff, LocalRunner, RunConfig
+from .measurer import (
+                       CUTOFF_MARK,
+                       BuildResult,
+                       MeasureCallback,
+                       MeasureErrorNo,
+                       MeasureInput,
+                       MeasureResult,
+                       ProgramBuilder,
+                       ProgramMeasurer,
+                       ProgramRunner,
+                       RecordToFile,
+                       was_cut_off,
+)
+from .runner import LocalRunner, RunConfig, RunCutoff
 
 __all__ = ["BuildCutoff", "LocalBuilder", "default_build_func", "ClusterError",
            "DaskBuilder", "DaskRunner", "CUTOFF_MARK", "BuildResult", "MeasureCallback",

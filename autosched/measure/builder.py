@@ -24,15 +24,14 @@ from dataclasses import dataclass
 
 import compiler
 
-from ..errors import AutoSchedError
 from ..checks import check_fields, check_number
-from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput, \
-    ProgramBuilder
+from ..errors import AutoSchedError
+from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput, ProgramBuilder
 from .workers import DEFAULT_STARTUP_TIMEOUT, JobOutcome, WorkerPool, check_seconds
 
 _TASK_CACHE_SIZE = 8
 # In a worker: unpickled tasks by the digest of their pickle (tasks repeat across jobs).
-_TASK_CACHE: "collections.OrderedDict" = collections.OrderedDict()
+_TASK_CACHE: collections.OrderedDict = collections.OrderedDict()
 # Successful build times kept for the cut-off median.
 _RECENT_BUILDS = 256
 
@@ -127,16 +126,16 @@ class LocalBuilder(ProgramBuilder):
     the workers early; they are daemons and die with the tuner anyway.
     """
 
-    def __init__(self, timeout: float = 15, n_parallel: "int | None" = None, build_func=None,
+    def __init__(self, timeout: float = 15, n_parallel: int | None = None, build_func=None,
                  max_jobs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 cutoff: "BuildCutoff | None" = BuildCutoff()):
+                 cutoff: BuildCutoff | None = BuildCutoff()):
         self.timeout = check_seconds(timeout, "LocalBuilder timeout")
         if cutoff is not None and not isinstance(cutoff, BuildCutoff):
             raise TypeError(f"LocalBuilder cutoff {cutoff!r}: expected a "
                             "BuildCutoff or None")
         self.cutoff = cutoff
-        self._recent = collections.deque(maxlen=_RECENT_BUILDS)
+        self._recent: collections.deque = collections.deque(maxlen=_RECENT_BUILDS)
         n = default_n_parallel() if n_parallel is None else n_parallel
         self.n_parallel = check_number(n, "LocalBuilder n_parallel", 1, integer=True)
         self.build_func = default_build_func if build_func is None else build_func
@@ -182,7 +181,7 @@ class LocalBuilder(ProgramBuilder):
         if outcome.status == "timeout" and early:
             return BuildResult.failed(
                 MeasureErrorNo.BUILD_TIMEOUT, f"build stopped after {timeout:.3g} s "
-                f"{CUTOFF_MARK}: over {self.cutoff.ratio:g}x the median build time "
+                f"{CUTOFF_MARK}: over {getattr(self.cutoff, 'ratio', 0):g}x the median build time "
                 f"of this builder (the hard timeout is {self.timeout} s)", timeout)
         if outcome.status == "timeout":
             return BuildResult.failed(MeasureErrorNo.BUILD_TIMEOUT, "build did not finish "
@@ -197,14 +196,14 @@ class LocalBuilder(ProgramBuilder):
     def close(self) -> None:
         self.pool.close()
 
-    def __enter__(self) -> "LocalBuilder":
+    def __enter__(self) -> LocalBuilder:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-_BUILD_MARKS = {MeasureErrorNo.NO_ERROR: ".", MeasureErrorNo.BUILD_TIMEOUT: "T"}
+_BUILD_MARKS: dict = {MeasureErrorNo.NO_ERROR: ".", MeasureErrorNo.BUILD_TIMEOUT: "T"}
 
 
 def _pickle_task(task) -> tuple:

@@ -35,12 +35,19 @@ import time
 from compiler.errors import BuildError
 from compiler.runtime import check_runnable, parse_target
 
-from .builder import _build_job, _cached_task, _pickle_task, default_build_func
 from ..errors import AutoSchedError
-from .measurer import (CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput,
-                      MeasureResult, ProgramBuilder, ProgramRunner)
-from .runner import RunCutoff, RunConfig, _run_job, run_limits
 from ..steps.registry import step_from_record
+from .builder import _build_job, _cached_task, _pickle_task, default_build_func
+from .measurer import (
+    CUTOFF_MARK,
+    BuildResult,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureResult,
+    ProgramBuilder,
+    ProgramRunner,
+)
+from .runner import RunConfig, RunCutoff, _run_job, run_limits
 from .workers import WorkerPool, check_seconds
 
 RESOURCE = "measure"
@@ -119,7 +126,7 @@ def worker_run(target: str, obj: bytes, metas, config: RunConfig, single_shot: f
 
 
 def _address() -> str:
-    from distributed import get_worker    # noqa: PLC0415 - optional extra, on workers only
+    from distributed import get_worker  # noqa: PLC0415 - optional extra, on workers only
     try:
         return get_worker().address
     except ValueError:
@@ -129,7 +136,7 @@ def _address() -> str:
 # ---------------------------------------------------------------- client side
 def _client(client_or_address, connect_timeout: float):
     try:
-        import distributed                 # noqa: PLC0415 - optional extra [dask]
+        import distributed  # noqa: PLC0415 - optional extra [dask]
     except ImportError:
         raise ImportError("DaskBuilder/DaskRunner need dask.distributed: "
                           "pip install 'tensor-autosched[dask]'") from None
@@ -180,7 +187,7 @@ class _DaskBase:
 
     def _gather(self, futures: dict, deadline: dict) -> dict:
         """``{key: (value | exception | "timeout")}`` once each future is done or late."""
-        from distributed import wait   # noqa: PLC0415 - optional extra [dask]
+        from distributed import wait  # noqa: PLC0415 - optional extra [dask]
         out = {}
         pending = dict(futures)
         while pending:
@@ -230,7 +237,7 @@ class DaskBuilder(_DaskBase, ProgramBuilder):
     def build(self, inputs, verbose: int = 0) -> list:
         t0 = time.perf_counter()
         inputs = list(inputs)
-        results = [None] * len(inputs)
+        results: list = [None] * len(inputs)
         todo = list(range(len(inputs)))
         for attempt in range(_RETRIES + 1):
             futures, deadline = {}, {}
@@ -241,8 +248,8 @@ class DaskBuilder(_DaskBase, ProgramBuilder):
                                     f"{type(inp).__name__}")
                 digest, blob = self._task_blob(inp.task)
                 recs = [s.to_record() for s in inp.state.transform_steps]
-                futures[i] = self._call(self.client.submit, worker_build, digest, blob, recs, self.timeout,
-                                                pure=False, retries=0)
+                futures[i] = self._call(self.client.submit, worker_build, digest, blob, recs,
+                                        self.timeout, pure=False, retries=0)
                 deadline[i] = time.monotonic() + self.timeout + _CLIENT_SLACK
             done = self._gather(futures, deadline)
             todo = []
@@ -273,7 +280,7 @@ class DaskRunner(_DaskBase, ProgramRunner):
     def __init__(self, client_or_address, timeout: float = 10, number: int = 3,
                  repeat: int = 1, min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
                  enable_cpu_cache_flush: bool = False, seed: int = 0,
-                 slow_call_seconds: float = 0.1, cutoff: "RunCutoff | None" = RunCutoff(),
+                 slow_call_seconds: float = 0.1, cutoff: RunCutoff | None = RunCutoff(),
                  connect_timeout: float = 30):
         _DaskBase.__init__(self, client_or_address, timeout, "DaskRunner", connect_timeout)
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
@@ -281,7 +288,7 @@ class DaskRunner(_DaskBase, ProgramRunner):
                                 slow_call_seconds)
         self.cutoff = cutoff
         self._best: dict = {}
-        self.per_worker = collections.defaultdict(lambda: {"count": 0, "noise": []})
+        self.per_worker: dict = collections.defaultdict(lambda: {"count": 0, "noise": []})
         workers = self._workers()
         info = self.client.scheduler_info(n_workers=-1)["workers"]
         if not any(info[w].get("resources", {}).get(RESOURCE) for w in workers):
@@ -294,9 +301,9 @@ class DaskRunner(_DaskBase, ProgramRunner):
         if len(inputs) != len(build_results):
             raise ValueError(f"DaskRunner.run: {len(inputs)} inputs but {len(build_results)} "
                              "build results")
-        results = [None] * len(inputs)
+        results: list = [None] * len(inputs)
         todo = []
-        for i, (inp, br) in enumerate(zip(inputs, build_results)):
+        for i, br in enumerate(build_results):
             if br.error_no != MeasureErrorNo.NO_ERROR:
                 results[i] = MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
             else:
@@ -319,8 +326,8 @@ class DaskRunner(_DaskBase, ProgramRunner):
                                                     self._best.get(key))
                 allowed = [w for w in workers if w not in refused[i]]
                 futures[i] = self._call(
-                    self.client.submit, worker_run, str(inp.task.target), br.obj, br.metas, self.config, single,
-                    timeout, resources={RESOURCE: 1}, workers=allowed or None,
+                    self.client.submit, worker_run, str(inp.task.target), br.obj, br.metas,
+                    self.config, single, timeout, resources={RESOURCE: 1}, workers=allowed or None,
                     allow_other_workers=False, pure=False, retries=0)
                 deadline[i] = time.monotonic() + timeout + _CLIENT_SLACK
                 limits[i] = (key, timeout, early)

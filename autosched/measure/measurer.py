@@ -23,6 +23,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from records import FAILURE_COST, ErrorNo, RecordWriter
 
@@ -67,8 +68,8 @@ def was_cut_off(result) -> bool:
 @dataclass(frozen=True, eq=False)
 class MeasureInput:
     """A candidate to measure: the SearchTask and a State of its ComputeDAG."""
-    task: object
-    state: object
+    task: Any        # a SearchTask (typed loosely: measure sits below task in the layers)
+    state: Any       # a State of the task's ComputeDAG
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ class BuildResult:
 
     ``time_cost`` is the seconds spent building (the timeout for a build timeout).
     """
-    obj: "bytes | None"
-    metas: "tuple | None"
+    obj: bytes | None
+    metas: tuple | None
     error_no: int
     error_msg: str
     time_cost: float
@@ -94,7 +95,7 @@ class BuildResult:
         object.__setattr__(self, "error_msg", clip_message(self.error_msg))
 
     @classmethod
-    def failed(cls, error_no: int, error_msg: str, time_cost: float = 0.0) -> "BuildResult":
+    def failed(cls, error_no: int, error_msg: str, time_cost: float = 0.0) -> BuildResult:
         return cls(None, None, error_no, error_msg, time_cost)
 
 
@@ -123,7 +124,7 @@ class MeasureResult:
 
     @classmethod
     def failed(cls, error_no: int, error_msg: str, all_cost: float = 0.0,
-               timestamp: "float | None" = None) -> "MeasureResult":
+               timestamp: float | None = None) -> MeasureResult:
         return cls([FAILURE_COST], error_no, error_msg, all_cost,
                    time.time() if timestamp is None else timestamp)
 
@@ -204,7 +205,7 @@ class ProgramMeasurer:
     """
 
     def __init__(self, builder, runner, callbacks=None, verbose: int = 1,
-                 batch_size: "int | None" = None):
+                 batch_size: int | None = None):
         if not hasattr(builder, "build") or not hasattr(runner, "run"):
             raise TypeError(f"ProgramMeasurer: builder {builder!r} needs build() and runner "
                             f"{runner!r} needs run()")

@@ -36,11 +36,10 @@ import numpy as np
 import compiler
 from compiler.runtime import empty_aligned, load_module
 
-from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
-from ..errors import AutoSchedError
 from ..checks import check_fields
-from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, \
-    ProgramRunner
+from ..errors import AutoSchedError
+from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
+from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 
 _ARRAY_ALIGN = 64
 _REFERENCE_CACHE_SIZE = 4
@@ -48,8 +47,8 @@ _REFERENCE_CACHE_SIZE = 4
 # cut-off timeout adds it so that only the kernel call itself is cut.
 _JOB_MARGIN_SECONDS = 0.05
 # Worker-side caches: the last argument set, and reference outputs by task key.
-_ARGS = {"key": None, "arrays": None}
-_REFERENCES: "collections.OrderedDict" = collections.OrderedDict()
+_ARGS: dict = {"key": None, "arrays": None}
+_REFERENCES: collections.OrderedDict = collections.OrderedDict()
 
 
 class WrongAnswerError(AutoSchedError):
@@ -258,7 +257,7 @@ class LocalRunner(ProgramRunner):
                  reference_func=None, rtol: float = 1e-3, atol: float = 1e-5, seed: int = 0,
                  reference_timeout: float = 120.0, max_runs_per_worker: int = 1000,
                  startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 slow_call_seconds: float = 0.1, cutoff: "RunCutoff | None" = RunCutoff()):
+                 slow_call_seconds: float = 0.1, cutoff: RunCutoff | None = RunCutoff()):
         self.timeout = check_seconds(timeout, "LocalRunner timeout")
         self.reference_timeout = check_seconds(reference_timeout, "LocalRunner reference_timeout")
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
@@ -325,7 +324,7 @@ class LocalRunner(ProgramRunner):
         if outcome.status == "timeout" and early:
             return MeasureResult.failed(
                 MeasureErrorNo.RUN_TIMEOUT, f"stopped after {outcome.seconds:.3g} s "
-                f"{CUTOFF_MARK}: slower than {self.cutoff.kill_ratio:g}x the best "
+                f"{CUTOFF_MARK}: slower than {getattr(self.cutoff, 'kill_ratio', 0):g}x the best "
                 f"mean cost measured for this task so far ({best:.3g} s); the run worker "
                 "was restarted", all_cost)
         if outcome.status == "timeout":
@@ -355,7 +354,8 @@ class LocalRunner(ProgramRunner):
             except Exception as e:
                 self._ref_objs[key] = None
                 warnings.warn(f"check_correctness: building the reference for {key} failed "
-                              f"({type(e).__name__}: {e}); its outputs are not checked")
+                              f"({type(e).__name__}: {e}); its outputs are not checked",
+                              stacklevel=2)
         if self._ref_objs[key] is None:
             return None
         obj, metas = self._ref_objs[key]
@@ -364,7 +364,8 @@ class LocalRunner(ProgramRunner):
         if outcome.status != "ok":
             self._ref_objs[key] = None
             warnings.warn(f"check_correctness: the reference kernel of {key} failed "
-                          f"({outcome.status}: {outcome.value}); its outputs are not checked")
+                          f"({outcome.status}: {outcome.value}); its outputs are not checked",
+                          stacklevel=2)
             return None
         self._ref_loaded.add(key)
         self._ref_starts = self.pool.starts
@@ -373,7 +374,7 @@ class LocalRunner(ProgramRunner):
     def close(self) -> None:
         self.pool.close()
 
-    def __enter__(self) -> "LocalRunner":
+    def __enter__(self) -> LocalRunner:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -40,6 +40,7 @@ import time
 import traceback
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from ..checks import check_number
 from ..errors import AutoSchedError
@@ -61,7 +62,7 @@ class JobOutcome:
     (``value`` is the message of an exception raised outside the job's own handling),
     "timeout" or "died" (``value`` describes it); ``seconds`` is parent wall time."""
     status: str
-    value: object
+    value: Any
     seconds: float
 
 
@@ -108,9 +109,10 @@ class _Worker:
 
     def __init__(self, name: str):
         self.name = name
-        self.proc = self.conn = None
+        self.proc: Any = None         # the Process (Any: mypy has no common base)
+        self.conn: Any = None         # our end of its pipe
         self.state = "stopped"
-        self.job = None
+        self.job: int | None = None
         self.deadline = math.inf
         self.dispatched = 0.0
         self.jobs_done = 0
@@ -269,7 +271,7 @@ class WorkerPool:
         for w in self._workers:
             w.stop()
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .. import state as S
-from ..steps import registry as ST
 from ..errors import InvalidStepError
-from .sketch_rules import consumers, is_output, needs_mlt
+from ..steps import registry as ST
 from ..steps.registry import apply_step
+from .sketch_rules import consumers, is_output, needs_mlt
 
 MAX_INNERMOST_FACTOR = 64
 MAX_VECTORIZE_LANES = 64

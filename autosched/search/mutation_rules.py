@@ -7,11 +7,18 @@ child is always consistent; a child whose steps no longer apply is discarded (No
 from __future__ import annotations
 
 from .. import state as S
-from ..steps import registry as ST
 from ..errors import InvalidStepError
-from .init_rules import (AUTO_UNROLL_CONFIGS, MAX_INNERMOST_FACTOR, divisors, init_parallel,
-                         init_unroll, init_vectorization, location_candidates)
+from ..steps import registry as ST
 from ..steps.registry import apply_step
+from .init_rules import (
+    AUTO_UNROLL_CONFIGS,
+    MAX_INNERMOST_FACTOR,
+    divisors,
+    init_parallel,
+    init_unroll,
+    init_vectorization,
+    location_candidates,
+)
 
 _TAIL = (ST.FuseStep, ST.AnnotationStep, ST.PragmaStep)
 

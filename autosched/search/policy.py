@@ -13,14 +13,14 @@ import random
 import time
 from dataclasses import dataclass
 
-from ..cost_model.xgb_model import XGBModel
 from ..checks import check_fields
+from ..cost_model.xgb_model import XGBModel
 from ..errors import InvalidStepError
-from .init_rules import sample_state
 from ..measure.measurer import MeasureInput
+from ..steps.compute import scope_violation
+from .init_rules import sample_state
 from .mutation_rules import MUTATIONS, mutate
 from .sketch_rules import generate_sketches
-from ..steps.compute import scope_violation
 
 
 @dataclass(frozen=True)
@@ -52,23 +52,26 @@ class SketchPolicy:
         self.rng = random.Random(seed)
         self.verbose = verbose
         self.num_cores = task.hardware_params.num_cores
-        self._sketches = None
+        self._sketches: list | None = None
         self.measured_keys: set = set()
         self.measured: list = []      # (cost, state) of successful measurements
         self.search_seconds = 0.0
 
     # ------------------------------------------------------------------ sketches / init
     def generate_sketches(self, print_for_debug: bool = False) -> list:
-        if self._sketches is None:
-            self._sketches = generate_sketches(self.task.compute_dag.init_state(), self.num_cores)
+        sketches = self._sketches
+        if sketches is None:
+            sketches = self._sketches = generate_sketches(self.task.compute_dag.init_state(),
+                                                          self.num_cores)
         if print_for_debug:
-            for k, s in enumerate(self._sketches):
+            for k, s in enumerate(sketches):
                 print(f"=== sketch {k} ===\n{s}")
-        return self._sketches
+        return sketches
 
     def sample_initial_population(self, n: int) -> list:
         sketches = self.generate_sketches()
-        out, keys = [], set()
+        out: list = []
+        keys: set = set()
         tries = 0
         while len(out) < n and tries < n * self.params.max_sample_tries_factor:
             tries += 1
@@ -116,7 +119,8 @@ class SketchPolicy:
         p = self.params
         lo = min(scores)
         weights = [s - lo + 1e-6 for s in scores]
-        nxt, tries = [], 0
+        nxt: list = []
+        tries = 0
         while len(nxt) < p.evolutionary_search_population and tries < 4 * \
                 p.evolutionary_search_population:
             tries += 1
@@ -138,7 +142,8 @@ class SketchPolicy:
         seeds = seeds[:int(p.use_measured_ratio * len(init)) + 1]
         best = self.evolutionary_search(init + seeds, num * 2)
         n_greedy = int(round(num * (1 - p.eps_greedy)))
-        picks, keys = [], set()
+        picks: list = []
+        keys: set = set()
         for st in best:
             if len(picks) >= n_greedy:
                 break

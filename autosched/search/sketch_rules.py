@@ -82,7 +82,7 @@ def multi_level_tiling(state, sid, structure=CPU_STRUCTURE):
     """Split every iterator per ``structure`` and reorder; returns spatial split step ids."""
     st = state.stages[sid]
     n_s, n_r = structure.count("S"), structure.count("R")
-    levels = {"S": [[] for _ in range(n_s)], "R": [[] for _ in range(n_r)]}
+    levels: dict = {"S": [[] for _ in range(n_s)], "R": [[] for _ in range(n_r)]}
     spatial_steps = []
     iid = 0
     for it in list(st.iters):
@@ -106,7 +106,7 @@ def multi_level_tiling(state, sid, structure=CPU_STRUCTURE):
 def follow_tiling(state, cid, split_steps, level) -> int:
     """Tile consumer ``cid`` like its producer up to ``level``; returns the attach iter id."""
     n_sp = len(split_steps)
-    groups = [[] for _ in range(level + 1)]
+    groups: list = [[] for _ in range(level + 1)]
     iid = 0
     for k in range(n_sp):
         apply_step(state, ST.FollowSplitStep(cid, iid, split_steps[k], level))

@@ -4,11 +4,27 @@
 classes, ``printing`` names things in printed Python, ``serialize`` converts tuning data
 to and from ``records``.  This package re-exports the registry.
 """
-from .registry import (STEP_CLASSES, AnnotationStep, CacheReadStep, CacheWriteStep,
-                       ComputeAtStep, ComputeInlineStep, ComputeRootStep, FollowFusedSplitStep,
-                       FollowSplitStep, FuseStep, PragmaStep, ReorderStep, RfactorStep,
-                       SplitStep, StorageAlignStep, apply_step, apply_to_schedule, check_state,
-                       step_from_record)
+from .registry import (
+                       STEP_CLASSES,
+                       AnnotationStep,
+                       CacheReadStep,
+                       CacheWriteStep,
+                       ComputeAtStep,
+                       ComputeInlineStep,
+                       ComputeRootStep,
+                       FollowFusedSplitStep,
+                       FollowSplitStep,
+                       FuseStep,
+                       PragmaStep,
+                       ReorderStep,
+                       RfactorStep,
+                       SplitStep,
+                       StorageAlignStep,
+                       apply_step,
+                       apply_to_schedule,
+                       check_state,
+                       step_from_record,
+)
 
 __all__ = ["STEP_CLASSES", "apply_step", "apply_to_schedule", "check_state",
            "step_from_record", "AnnotationStep", "FuseStep", "PragmaStep", "ReorderStep",

@@ -117,8 +117,9 @@ class ComputeAtStep:
         return [self.CODE, self.stage_id, self.target_stage_id, self.target_iter_id]
 
     def print_python(self, names):
-        return [f"s[{names.tensor(self.stage_id)}].compute_at(s[{names.tensor(self.target_stage_id)}],"
-                f" {names.iter(self.target_stage_id, self.target_iter_id)})"]
+        target = names.tensor(self.target_stage_id)
+        return [f"s[{names.tensor(self.stage_id)}].compute_at(s[{target}], "
+                f"{names.iter(self.target_stage_id, self.target_iter_id)})"]
 
 
 def is_output(state, sid) -> bool:

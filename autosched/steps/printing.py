@@ -16,7 +16,8 @@ def clean_name(name: str) -> str:
 
 def unique_names(names) -> list:
     """``clean_name`` of each name, with ``_1``, ``_2``... added on a clash."""
-    out, taken = [], set()
+    out: list = []
+    taken: set = set()
     for n in names:
         out.append(_fresh(clean_name(n), taken))
     return out

@@ -11,10 +11,25 @@ from dataclasses import fields
 from compiler.errors import CompilerError
 
 from ..errors import InvalidStepError
-from .compute import (CacheReadStep, CacheWriteStep, ComputeAtStep, ComputeInlineStep,
-                            ComputeRootStep, RfactorStep, scope_violation)
-from .loop import (AnnotationStep, FollowFusedSplitStep, FollowSplitStep, FuseStep,
-                         PragmaStep, ReorderStep, SplitStep, StorageAlignStep)
+from .compute import (
+    CacheReadStep,
+    CacheWriteStep,
+    ComputeAtStep,
+    ComputeInlineStep,
+    ComputeRootStep,
+    RfactorStep,
+    scope_violation,
+)
+from .loop import (
+    AnnotationStep,
+    FollowFusedSplitStep,
+    FollowSplitStep,
+    FuseStep,
+    PragmaStep,
+    ReorderStep,
+    SplitStep,
+    StorageAlignStep,
+)
 
 STEP_CLASSES = {c.CODE: c for c in (
     AnnotationStep, FuseStep, PragmaStep, ReorderStep, SplitStep, FollowSplitStep,

@@ -16,9 +16,9 @@ from .registry import apply_step, step_from_record
 def encode_record(inp, res, seed=None) -> Record:
     task, state = inp.task, inp.state
     mi = MeasureInputRecord(task.workload_key, str(task.target), task.hardware_params.to_list(),
-                            steps=[s.to_record() for s in state.transform_steps], seed=seed)
+                            steps=tuple(s.to_record() for s in state.transform_steps), seed=seed)
     costs = [float(c) for c in res.costs] or [1e10]
-    mr = MeasureResultRecord(costs, int(res.error_no), float(res.all_cost),
+    mr = MeasureResultRecord(tuple(costs), int(res.error_no), float(res.all_cost),
                              float(res.timestamp or time.time()))
     return Record(mi, mr)
 

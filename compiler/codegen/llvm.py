@@ -22,7 +22,7 @@ real type sizes before the runtime attaches its target machine.
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 
 import llvmlite.binding as llvm
 
@@ -136,7 +136,7 @@ def _repeat_text(name: str, nparams: int) -> str:
     ])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _data_layout(triple: str, cpu: str, features: str) -> str:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()

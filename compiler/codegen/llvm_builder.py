@@ -24,14 +24,11 @@ Invariants:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import CodegenError
+from . import mathlib as _mathlib
 from .llvm_types import global_name, local_hint
-
-try:  # written concurrently by another module owner; only needed for exp/log/... calls
-    from . import mathlib as _mathlib
-except ImportError:  # pragma: no cover - depends on the work tree state
-    _mathlib = None
 
 # Our attribute groups use high numbers so they never clash with groups in foreign
 # IR text (mathlib) that starts numbering at #0.
@@ -97,9 +94,6 @@ class ModuleContext:
     # ---------------------------------------------------------------- math kernels
     def math_function(self, name: str, dtype: str) -> str:
         """Symbol of mathlib's ``name`` for ``dtype``; merges its IR text once."""
-        if _mathlib is None:
-            raise CodegenError(f"codegen: intrinsic {name!r} on {dtype} needs "
-                               "compiler.codegen.mathlib, which is not available")
         key = ("math", name, dtype)
         sym = self.globals.get(key)
         if sym is None:
@@ -213,9 +207,9 @@ class FunctionBuilder:
         # Outlined functions capture what they use from the enclosing scope lazily:
         # ``outer`` is the parent's (paused, so unchanging) vars; ``captured`` maps each
         # variable taken from it to [parameter name, is a buffer data pointer].
-        self.outer = None
+        self.outer: dict | None = None
         self.captured: dict = {}
-        self.load_mask = None        # <N x i1> operand while emitting a masked branch
+        self.load_mask: str | None = None   # <N x i1> operand while emitting a masked branch
 
     def lookup(self, var, is_data: bool = False):
         """Operand bound to ``var`` here, capturing it from ``outer`` if needed; or None."""
@@ -292,3 +286,29 @@ class FunctionBuilder:
     def body_text(self) -> str:
         """Entry block (allocas first) followed by the emitted instructions."""
         return "entry:\n" + "\n".join(self.allocas + self.lines) + "\n  ret void\n}"
+
+
+class EmitterBase(FunctionBuilder):
+    """The base of the emitter mixins: the builder plus the methods they call on each
+    other.  Each method is defined by one mixin (``llvm_expr``, ``llvm_memory``,
+    ``llvm_calls``, ``llvm_stmt``, ``llvm_parallel``); ``FunctionEmitter`` composes them.
+    The declarations exist for the type checker only."""
+
+    _EXPR: ClassVar[dict]
+    _STMT: ClassVar[dict]
+
+    if TYPE_CHECKING:
+        def expr(self, e) -> str: ...
+        def expr_as(self, e, dtype: str) -> str: ...
+        def dtype_of(self, e) -> str: ...
+        def cast_value(self, v: str, src: str, dst: str) -> str: ...
+        def extract(self, v: str, dtype: str, lane: int) -> str: ...
+        def broadcast(self, v: str, scalar_dtype: str, lanes: int) -> str: ...
+        def call_unary(self, name: str, v: str, d: str) -> str: ...
+        def _e_var(self, e) -> str: ...
+        def vector_load(self, load, mask: str, passthru) -> str: ...
+        def stmt(self, s) -> None: ...
+        def int_operand(self, e, d: str) -> str: ...
+        def emit_loop(self, var, lo: str, hi: str, body_fn, md: str = "",
+                      nonempty: bool = False) -> None: ...
+        def parallel_for(self, s) -> bool: ...

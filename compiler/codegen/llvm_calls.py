@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from ..errors import CodegenError, CompilerError
 from ..tir import dtype as dt
-from ..tir.expr import (Broadcast, BufferLoad, Call, Div, FloorDiv, FloorMod, Mod, PrimExpr,
-                        Var)
+from ..tir.expr import Broadcast, BufferLoad, Call, Div, FloorDiv, FloorMod, Mod, PrimExpr, Var
+from .llvm_builder import EmitterBase
 from .llvm_expr import const_value, fast_dtype
 from .llvm_lanes import lane_expr
 from .llvm_types import intrinsic_suffix, ltype, splat_lit
@@ -69,7 +69,7 @@ def _nonzero_const(e) -> bool:
     return v is not None and v != 0
 
 
-class CallMixin:
+class CallMixin(EmitterBase):
     """Intrinsic calls."""
 
     def _e_call(self, e) -> str:
@@ -227,8 +227,8 @@ class CallMixin:
             out = "poison"
             for i in range(n):
                 ci = self.op(f"extractelement <{n} x i1> {c}, i64 {i}")
-                vi = self._branches(ci, lambda: self._lane(a, i, d),
-                                    lambda: self._lane(b, i, d), dt.element_of(d))
+                vi = self._branches(ci, lambda i=i: self._lane(a, i, d),
+                                    lambda i=i: self._lane(b, i, d), dt.element_of(d))
                 out = self.op(f"insertelement {ltype(d)} {out}, "
                               f"{ltype(dt.element_of(d))} {vi}, i64 {i}")
             return out

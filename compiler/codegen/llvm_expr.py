@@ -16,14 +16,34 @@ Invariants:
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from ..errors import CodegenError
 from ..tir import dtype as dt
-from ..tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Div, FloatImm,
-                        FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, Or, Sub)
-from .llvm_types import (index_mask, intrinsic_suffix, ltype, scalar_lit, splat_lit,
-                         vector_lit)
+from ..tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Or,
+    Sub,
+)
+from .llvm_builder import EmitterBase
+from .llvm_types import index_mask, intrinsic_suffix, ltype, scalar_lit, splat_lit, vector_lit
 
 _MISSING = object()
 
@@ -32,7 +52,7 @@ _CMP = {EQ: ("oeq", "eq", "eq"), NE: ("une", "ne", "ne"), LT: ("olt", "slt", "ul
         LE: ("ole", "sle", "ule"), GT: ("ogt", "sgt", "ugt"), GE: ("oge", "sge", "uge")}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kind(dtype: str) -> str:
     """'f' float, 's' signed int, 'u' unsigned int or bool."""
     base = dt.element_of(dtype)
@@ -58,7 +78,7 @@ def const_value(e):
     return e.value if t is IntImm or t is FloatImm else None
 
 
-class ExprMixin:
+class ExprMixin(EmitterBase):
     """Arithmetic/logic/cast/vector expression emitters."""
 
     # ---------------------------------------------------------------- entry points
@@ -397,7 +417,7 @@ class ExprMixin:
             t = ltype(vecs[0].dtype)
             return self.op(f"shufflevector {t} {self.expr(vecs[0])}, {t} "
                            f"{self.expr(vecs[1])}, {index_mask(idx)}")
-        lanes = []   # (operand, dtype, lane) of every input lane, in concatenation order
+        lanes: list = []   # (operand, dtype, lane) of every input lane, in concatenation order
         for v in vecs:
             op = self.expr(v)
             lanes.extend((op, v.dtype, k) for k in range(dt.lanes(v.dtype)))

@@ -9,11 +9,41 @@ has an entry; anything else raises CodegenError naming the node.
 """
 from __future__ import annotations
 
-from ..tir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast,
-                        Div, FloatImm, FloorDiv, FloorMod, IntImm, Let, Max, Min, Mod, Mul,
-                        Not, Or, Ramp, Select, Shuffle, StringImm, Sub, Var)
-from ..tir.stmt import (Allocate, AttrStmt, BufferStore, Evaluate, For, IfThenElse, LetStmt,
-                        SeqStmt)
+from typing import ClassVar
+
+from ..tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    Ramp,
+    Select,
+    Shuffle,
+    StringImm,
+    Sub,
+    Var,
+)
+from ..tir.stmt import Allocate, AttrStmt, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt
 from .llvm_builder import FunctionBuilder
 from .llvm_calls import CallMixin
 from .llvm_expr import ExprMixin
@@ -26,8 +56,8 @@ class FunctionEmitter(ExprMixin, MemoryMixin, CallMixin, StmtMixin, ParallelMixi
                       FunctionBuilder):
     """Generates one function's instructions from TIR."""
 
-    _EXPR: dict = {}
-    _STMT: dict = {}
+    _EXPR: ClassVar[dict] = {}
+    _STMT: ClassVar[dict] = {}
 
 
 _E = FunctionEmitter

@@ -15,8 +15,23 @@ from __future__ import annotations
 
 from ..errors import CodegenError
 from ..tir import dtype as dt
-from ..tir.expr import (Add, BinaryOp, Broadcast, BufferLoad, Call, Cast, CmpOp, IntImm,
-                        Let, Mul, Not, Ramp, Select, Shuffle, Var)
+from ..tir.expr import (
+    Add,
+    BinaryOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    CmpOp,
+    IntImm,
+    Let,
+    Mul,
+    Not,
+    Ramp,
+    Select,
+    Shuffle,
+    Var,
+)
 
 
 def lane_expr(e, i: int, lane_var, vmap=None):

@@ -20,8 +20,8 @@ from __future__ import annotations
 from ..errors import CodegenError
 from ..tir import dtype as dt
 from ..tir.expr import Add, Broadcast, IntImm, Ramp
+from .llvm_builder import EmitterBase
 from .llvm_types import elem_bytes, intrinsic_suffix, ltype, mtype
-
 
 _ALL_TRUE = "splat (i1 true)"
 
@@ -43,7 +43,7 @@ def contiguous_base(idx):
     return None
 
 
-class MemoryMixin:
+class MemoryMixin(EmitterBase):
     """Loads and stores of flattened buffers."""
 
     def buffer_ptr(self, buffer) -> str:

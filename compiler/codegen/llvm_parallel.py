@@ -24,13 +24,13 @@ loop that would get one thread is emitted serially instead (no fork-join cost).
 """
 from __future__ import annotations
 
-from .llvm_builder import ATTR_FUNC
+from .llvm_builder import ATTR_FUNC, EmitterBase
 from .llvm_expr import const_value
 from .llvm_stmt import unroll_full
 from .llvm_types import global_name, ltype
 
 
-class ParallelMixin:
+class ParallelMixin(EmitterBase):
     """Parallel loop outlining."""
 
     def parallel_for(self, s) -> bool:

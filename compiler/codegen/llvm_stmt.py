@@ -22,8 +22,9 @@ from __future__ import annotations
 from ..errors import CodegenError
 from ..tir import dtype as dt
 from ..tir.expr import FloatImm, IntImm
+from .llvm_builder import EmitterBase
 from .llvm_expr import const_value
-from .llvm_types import ltype, local_hint, mtype, scalar_lit
+from .llvm_types import local_hint, ltype, mtype, scalar_lit
 
 STACK_LIMIT = 64 * 1024
 _MISSING = object()
@@ -37,7 +38,7 @@ def unroll_full(annotations) -> bool:
     return False
 
 
-class StmtMixin:
+class StmtMixin(EmitterBase):
     """Statement emitters."""
 
     def stmt(self, s) -> None:
@@ -149,7 +150,7 @@ class StmtMixin:
         if buf.scope not in ("global", "local", "shared", ""):
             raise CodegenError(f"codegen: Allocate of {buf.name!r} in scope {buf.scope!r}; "
                                "expected a CPU scope (global/local)")
-        n = 1
+        n: int | None = 1
         for x in buf.shape:
             c = const_value(x)
             n = n * c if (c is not None and n is not None) else None

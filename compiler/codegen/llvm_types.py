@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from ..errors import CodegenError
 from ..tir import dtype as dt
@@ -37,7 +37,7 @@ def _parse(dtype: str) -> tuple:
         raise CodegenError(f"codegen: unsupported dtype {dtype!r}: {exc}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def ltype(dtype: str) -> str:
     """LLVM register type of a TIR dtype."""
     base, lanes = _parse(dtype)
@@ -45,7 +45,7 @@ def ltype(dtype: str) -> str:
     return s if lanes == 1 else f"<{lanes} x {s}>"
 
 
-@lru_cache(maxsize=None)
+@cache
 def mtype(dtype: str) -> str:
     """LLVM in-memory type of a TIR dtype (bool occupies a byte)."""
     base, lanes = _parse(dtype)
@@ -53,12 +53,12 @@ def mtype(dtype: str) -> str:
     return s if lanes == 1 else f"<{lanes} x {s}>"
 
 
-@lru_cache(maxsize=None)
+@cache
 def elem_ltype(dtype: str) -> str:
     return _SCALAR[_parse(dtype)[0]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def intrinsic_suffix(dtype: str) -> str:
     """Overload suffix of an LLVM intrinsic: f32, v8f32, i32, v4i64 ..."""
     base, lanes = _parse(dtype)
@@ -67,7 +67,7 @@ def intrinsic_suffix(dtype: str) -> str:
     return s if lanes == 1 else f"v{lanes}{s}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def elem_bytes(dtype: str) -> int:
     """Bytes of one element in memory (the alignment we may claim for loads/stores)."""
     return dt.nbytes(dt.element_of(dtype))
@@ -125,7 +125,7 @@ def vector_lit(dtype: str, values) -> str:
     return "<" + ", ".join(f"{s} {scalar_lit(base, v)}" for v in values) + ">"
 
 
-@lru_cache(maxsize=None)
+@cache
 def index_mask(indices: tuple) -> str:
     """``<N x i32> <...>`` mask operand of shufflevector."""
     return f"<{len(indices)} x i32> <" + ", ".join(f"i32 {i}" for i in indices) + ">"

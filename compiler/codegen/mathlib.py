@@ -28,7 +28,7 @@ to the element type; the residual fit error is stated next to each table.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
+from functools import cache
 
 from ..errors import CodegenError
 from ..tir import dtype as _dt
@@ -123,7 +123,7 @@ class _Emitter:
     def fc(self, v: float) -> str:
         if self.elem == "float":
             v = _f32_bits_as_double(v)
-        text = "0x%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+        text = f"0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016X}"
         return text if self.lanes == 1 else f"splat ({self.elem} {text})"
 
     def ic(self, v: int) -> str:
@@ -318,7 +318,7 @@ def symbol_name(name: str, dtype: str) -> str:
     return f"__cc_{name}_{short}" + (f"x{lanes}" if lanes > 1 else "")
 
 
-@lru_cache(maxsize=None)
+@cache
 def math_function(name: str, dtype: str) -> tuple:
     """Return (symbol, IR text of its ``define internal ... alwaysinline`` definition)."""
     elem, lanes = _check(name, dtype)

@@ -21,7 +21,7 @@ from math import prod
 
 from ..tir import dtype as dt
 from ..tir.analysis import free_vars
-from ..tir.expr import GE, LT, And, Broadcast, Call, IntImm, Not, Or, StringImm
+from ..tir.expr import GE, LT, And, Broadcast, Call, IntImm, Not, Or, PrimExpr, StringImm
 from ..tir.functor import Mutator, Visitor, transform_func
 from ..tir.stmt import Evaluate, IfThenElse, LetStmt, PrimFunc
 
@@ -106,7 +106,7 @@ def _in_bounds(buf, idx, guard):
         k = IntImm(base, v)
         return k if lanes == 1 else Broadcast(k, lanes)
 
-    ok = And(GE(idx, c(0)), LT(idx, c(size)))
+    ok: PrimExpr = And(GE(idx, c(0)), LT(idx, c(size)))
     if guard is not None:
         g = guard
         if dt.lanes(g.dtype) != dt.lanes(ok.dtype):

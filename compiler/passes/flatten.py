@@ -37,7 +37,7 @@ def flat_size(buf: Buffer) -> PrimExpr:
     """Number of elements the storage of ``buf`` spans."""
     if buf.strides:
         return _op.mul(buf.strides[0], buf.shape[0])
-    size = IntImm("int32", 1)
+    size: PrimExpr = IntImm("int32", 1)
     for s in buf.shape:
         size = _op.mul(size, s)
     return size

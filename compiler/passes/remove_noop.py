@@ -63,7 +63,7 @@ class _NoopRemover(Mutator):
         return NOOP if is_noop(s) else s
 
     def visit_SeqStmt(self, s):
-        out = []
+        out: list = []
         changed = False
         for x in s.seq:
             y = self.visit(x)

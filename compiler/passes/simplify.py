@@ -13,11 +13,29 @@ from __future__ import annotations
 
 from ..tir import dtype as dt
 from ..tir.arith import Simplifier
-from ..tir.expr import (EQ, GE, GT, LE, LT, NE, Add, Broadcast, BufferLoad, FloorDiv, FloorMod,
-                        Max, Min, Mul, Node, PrimExpr, Ramp, Sub, Var)
+from ..tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    Broadcast,
+    BufferLoad,
+    FloorDiv,
+    FloorMod,
+    Max,
+    Min,
+    Mul,
+    Node,
+    PrimExpr,
+    Ramp,
+    Sub,
+    Var,
+)
 from ..tir.functor import Mutator, Visitor, _fields_of, transform_func
-from ..tir.stmt import (AttrStmt, Buffer, BufferStore, Evaluate, For, LetStmt,
-                        PrimFunc, SeqStmt)
+from ..tir.stmt import AttrStmt, Buffer, BufferStore, Evaluate, For, LetStmt, PrimFunc, SeqStmt
 from .common import NOOP, const_int, fold_if_then_else, is_noop, loop_range
 
 __all__ = ["simplify", "simplify_stmt", "make_replacer", "StmtSimplifier"]
@@ -84,7 +102,7 @@ class StmtSimplifier(Mutator):
         return AttrStmt(s.node, s.key, val, body)
 
     def visit_SeqStmt(self, s):
-        out = []
+        out: list = []
         changed = False
         for x in s.seq:
             y = self.visit(x)

@@ -18,8 +18,8 @@ serial); the pass is idempotent; annotations other than the marker are preserved
 from __future__ import annotations
 
 from ..errors import LoweringError
-from ..tir.arith import Simplifier
 from ..tir import dtype as dt
+from ..tir.arith import Simplifier
 from ..tir.expr import Add, IntImm, PrimExpr
 from ..tir.functor import Mutator, transform_func
 from ..tir.stmt import For, ForKind, PrimFunc, SeqStmt
@@ -48,7 +48,7 @@ def unroll_for(loop: For, body, simplifier: Simplifier | None = None):
     var = loop.loop_var
     replace = make_replacer(body, var, simp)
     start = simp.visit(loop.min)
-    copies = []
+    copies: list = []
     for k in range(n):
         value = IntImm(var.dtype, start.value + k) if type(start) is IntImm else \
             simp.visit(Add(start, IntImm(var.dtype, k)))
@@ -144,7 +144,7 @@ class _Unroller(Mutator):
     visit_BufferStore = visit_Evaluate = _count_leaf
 
     def visit_SeqStmt(self, s):
-        out = []
+        out: list = []
         changed = False
         for x in s.seq:
             saved = (self.step_count, self.unroll_depth, self.normal_depth)

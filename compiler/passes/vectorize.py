@@ -27,11 +27,26 @@ from __future__ import annotations
 from ..tir import dtype as dt
 from ..tir.analysis import uses_var
 from ..tir.arith import Simplifier, detect_linear
-from ..tir.expr import (Add, Broadcast, BufferLoad, Call, Cast, FloorDiv, FloorMod, IntImm, Let,
-                        Mul, Not, PrimExpr, Ramp, Select, Sub, Var)
+from ..tir.expr import (
+    Add,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Mul,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
 from ..tir.functor import Mutator, transform_func
-from ..tir.stmt import (AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt,
-                        PrimFunc)
+from ..tir.stmt import AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc
 from .common import loop_range
 
 __all__ = ["vectorize_loops", "MAX_LANES"]

@@ -3,16 +3,24 @@
 Data flow: ``compile_ir(ir, target) -> bytes`` (cacheable, runs anywhere) and
 ``load_module(bytes, funcs_meta) -> Module`` (this process).  See docs/CONTRACTS.md s.4.
 """
+from ..target import Target, host_target, parse_target
 from .cache import DEFAULT_CACHE, ObjectCache, default_cache, set_default_cache
-from .jit import (CompileOutput, check_runnable, compile_ir, compile_ir_full, load_module,
-                  process_stats, runtime_libraries)
+from .jit import (
+                  CompileOutput,
+                  check_runnable,
+                  compile_ir,
+                  compile_ir_full,
+                  load_module,
+                  process_stats,
+                  runtime_libraries,
+)
 from .meta import FuncMeta, ParamMeta, meta_from_primfunc, normalize_funcs_meta, numpy_dtype
 from .module import Function, Module, as_aligned, empty_aligned
-from ..target import Target, host_target, parse_target
 from .timer import ProfileResult, flush_cpu_cache, last_level_cache_bytes
 
 __all__ = ["DEFAULT_CACHE", "ObjectCache", "default_cache", "set_default_cache",
-           "CompileOutput", "check_runnable", "compile_ir", "compile_ir_full", "load_module", "process_stats",
+           "CompileOutput", "check_runnable", "compile_ir", "compile_ir_full", "load_module",
+           "process_stats",
            "runtime_libraries", "FuncMeta", "ParamMeta", "meta_from_primfunc",
            "normalize_funcs_meta", "numpy_dtype", "Function", "Module", "as_aligned",
            "empty_aligned", "Target", "host_target", "parse_target", "ProfileResult",

@@ -150,7 +150,7 @@ class _DefaultCache:
 
 
 DEFAULT_CACHE = _DefaultCache()
-_default = {"cache": None, "set": False}
+_default: dict = {"cache": None, "set": False}
 _default_lock = threading.Lock()
 
 

@@ -30,16 +30,16 @@ import itertools
 import os
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
+from ..target import Target, _init_llvm, host_cpu, parse_target
 from .cache import DEFAULT_CACHE, ObjectCache, resolve_cache
 from .meta import normalize_funcs_meta, resolve_alignment
 from .module import Function, Module
 from .objfile import read_symbols
-from ..target import Target, _init_llvm, host_cpu, parse_target
 
 _LOCK = threading.RLock()
 _LIB_IDS = itertools.count()
@@ -78,7 +78,7 @@ def _opt_of(opt_level, target: Target) -> int:
     return opt_level
 
 
-@lru_cache(maxsize=None)
+@cache
 def runtime_libraries() -> dict:
     """Load libgomp and libm into the process once; returns {name: path or None}."""
     found = {}
@@ -115,13 +115,12 @@ def compile_ir(ir_text: str, target="llvm", opt_level=None, cache=DEFAULT_CACHE)
     opt = _opt_of(opt_level, target)
     _check_ir(ir_text)
     store: ObjectCache | None = resolve_cache(cache)
-    key = store.key(ir_text, target, opt) if store is not None else None
-    if store is not None:
-        obj = store.get(key)
-        if obj is not None:
-            return obj
-    obj = _compile(ir_text, target, opt, want_source=False).object
-    if store is not None:
+    if store is None:
+        return _compile(ir_text, target, opt, want_source=False).object
+    key = store.key(ir_text, target, opt)
+    obj = store.get(key)
+    if obj is None:
+        obj = _compile(ir_text, target, opt, want_source=False).object
         store.put(key, obj)
     return obj
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def _enter_gomp(name: str) -> None:
 
 # ``addressof(c_char.from_buffer(a))`` costs ~0.35 us against ~2.5 us for ``a.ctypes.data``;
 # it needs a writeable, non-empty buffer, so read-only arrays take the slow path.
-_from_buffer = ctypes.c_char.from_buffer
+_from_buffer: Any = ctypes.c_char.from_buffer   # typeshed wants a Buffer; ndarrays are
 _addressof = ctypes.addressof
 
 
@@ -122,7 +123,7 @@ class Function:
         # (status word, message table) addresses: see codegen's ModuleContext.status_globals
         self._status = None if status_addrs is None else ctypes.c_int32.from_address(
             status_addrs[0])
-        self._errors_addr = None if status_addrs is None else status_addrs[1]
+        self._errors_addr: int = 0 if status_addrs is None else status_addrs[1]
         self.uses_gomp = uses_gomp
         self.name = meta.name
         self.params = meta.params
@@ -210,7 +211,7 @@ class Function:
 
     def _check_overlap(self, spans) -> None:
         spans.sort()
-        for (s0, e0, n0), (s1, _e1, n1) in zip(spans, spans[1:]):
+        for (_s0, e0, n0), (s1, _e1, n1) in zip(spans, spans[1:]):
             if s1 < e0:
                 raise ValueError(f"function {self.name!r}: params {n0!r} and {n1!r} share "
                                  "memory; kernel parameters must not alias (pass a copy)")
@@ -238,7 +239,7 @@ class Module:
         self.entry_name = functions[0].name
         self._obj = obj
         self._source_fn = source_fn       # () -> CompileOutput, or None without IR
-        self._sources = None
+        self._sources: Any = None
         self._keepalive = keepalive
 
     @property

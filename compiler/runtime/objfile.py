@@ -43,7 +43,8 @@ def _read(buf) -> ObjectSymbols | None:
     if shentsize != _SHDR.size or shoff + shnum * shentsize > len(buf):
         return None
     sections = [_SHDR.unpack_from(buf, shoff + i * shentsize) for i in range(shnum)]
-    defined, undefined = set(), set()
+    defined: set = set()
+    undefined: set = set()
     for sh in sections:
         if sh[1] != _SHT_SYMTAB:
             continue

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 _MAX_NUMBER = 1 << 40          # bounds the growth loop even for an empty kernel
-_FLUSH = {"buf": None}
+_FLUSH: dict = {"buf": None}
 _FLUSH_LOCK = threading.Lock()
 
 
@@ -100,7 +100,8 @@ class Evaluator:
         run = self.func.run_repeat
         if self.warmup:
             run(ptrs, 1)                              # warm-up, untimed
-        number, results = self.number, []
+        number = self.number
+        results: list[float] = []
         clock = time.perf_counter
         while len(results) < self.repeat:
             if self.flush:

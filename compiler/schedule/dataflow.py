@@ -220,7 +220,8 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
         if lv.iter_type != E.IterVar.CommReduce:
             raise ScheduleError(f"rfactor on stage {st.name}: axis {lv.var.name} mixes data and "
                                 "reduction axes")
-        n = E.IterVar(E.Range(_op.const(0), lv.dom.extent), E.Var(lv.var.name), E.IterVar.CommReduce)
+        n = E.IterVar(E.Range(_op.const(0), lv.dom.extent), E.Var(lv.var.name),
+                      E.IterVar.CommReduce)
         leaf_map[lv.var] = n.var
         new_raxis.append(n)
     vmap = dict(sp_map)
@@ -233,6 +234,7 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
         cond = _op.logical_and(cond, substitute(p, leaf_map))
     rf_axis = list(sp_axis)
     rf_axis.insert(factor_axis, fax)
+    rf_body: tuple
     if new_raxis:
         rf_body = (E.Reduce(red.combiner, src, tuple(new_raxis), cond, 0, ()),)
     else:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import LoweringError
+from ..passes.pipeline import default_pipeline, run_pipeline
 from ..te.tensor import PlaceholderOp, Tensor
 from ..tir import op as _op
 from ..tir import stmt as S
-from ..passes.pipeline import default_pipeline, run_pipeline
 from ..transform import PassContext
 from .bound import infer_bound
 from .inline import inject_inline
@@ -87,9 +87,9 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
     for st in reversed(sch.stages):
         if st in bodies and st.attach_type == "root":
             for k in range(st.op.num_outputs):
-                buf = alloc.get(st.op.output(k))
-                if buf is not None:
-                    body = S.Allocate(buf, body)
+                block = alloc.get(st.op.output(k))
+                if block is not None:
+                    body = S.Allocate(block, body)
     return S.PrimFunc(name, tuple(params), body, (("tir.noalias", True),))
 
 

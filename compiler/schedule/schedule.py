@@ -13,6 +13,8 @@ Invariants:
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, post_order_ops
 from ..tir import expr as E
@@ -25,6 +27,7 @@ ANN_NONE, ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL = "none", "parallel", "vectori
 
 
 def _extent(iv: E.IterVar) -> int:
+    assert iv.dom is not None and isinstance(iv.dom.extent, E.IntImm)   # static shapes
     return iv.dom.extent.value
 
 
@@ -35,19 +38,19 @@ def _new_iv(name: str, extent: int, iter_type: int) -> E.IterVar:
 class Stage:
     """One operation's schedule: loop structure, annotations and placement."""
 
-    def __init__(self, op: Operation, schedule: "Schedule"):
+    def __init__(self, op: Operation, schedule: Schedule):
         self.schedule = schedule
         self.origin_op = op
         self.attach_type = "root"   # root | inline | scope
-        self.attach_stage = None
-        self.attach_ivar = None
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: E.IterVar | None = None
         self.is_output = False
         self.scope = "global"
         self.set_op(op)
 
     def set_op(self, op: Operation) -> None:
         """(Re)initialize the loop structure from ``op``'s axes (used by dataflow rewrites)."""
-        self.op = op
+        self.op: Any = op            # a ComputeOp for every stage that can be scheduled
         if isinstance(op, ComputeOp):
             self.all_iter_vars = list(op.axis) + list(op.reduce_axis)
         else:
@@ -159,7 +162,7 @@ class Stage:
         self._check_compute("reorder")
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = tuple(args[0])
-        seen = []
+        seen: list = []
         for iv in args:
             self._check_leaf(iv, "reorder")
             if any(iv is s for s in seen):
@@ -217,7 +220,7 @@ class Stage:
         self.storage_aligns[axis] = (factor, offset)
 
     # ------------------------------------------------------------------ placement
-    def compute_at(self, parent: "Stage", scope):
+    def compute_at(self, parent: Stage, scope):
         self._check_compute("compute_at")
         if not isinstance(parent, Stage):
             raise ScheduleError(f"compute_at on stage {self.name}: target must be a Stage "
@@ -228,7 +231,7 @@ class Stage:
         if self.schedule.reads_from(self, parent):
             raise ScheduleError(f"compute_at on stage {self.name}: target stage {parent.name} is a "
                                 f"producer of {self.name}; attaching would create a cycle")
-        p = parent
+        p: Stage | None = parent
         while p is not None and p.attach_type == "scope":
             p = p.attach_stage
             if p is self:

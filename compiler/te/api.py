@@ -148,6 +148,8 @@ class CommReducerFactory:
     def _make(self, dtypes) -> E.CommReducer:
         lhs = tuple(E.Var(f"x{k}" if len(dtypes) > 1 else "x", d) for k, d in enumerate(dtypes))
         rhs = tuple(E.Var(f"y{k}" if len(dtypes) > 1 else "y", d) for k, d in enumerate(dtypes))
+        res: tuple
+        ident: tuple
         if len(dtypes) == 1:
             res = (self.fcombine(lhs[0], rhs[0]),)
             ident = (self.fidentity(dtypes[0]),)

@@ -7,6 +7,8 @@ output; for reductions each is a top-level ``Reduce`` sharing one combiner and a
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import TEError
 from ..tir import dtype as _dt
 from ..tir import expr as E
@@ -17,6 +19,8 @@ from ..tir.functor import Visitor
 class Tensor:
     """One output of an operation; index it as ``T[i, j]`` or ``T(i, j)``."""
     __slots__ = ("op", "value_index")
+    op: Any
+    value_index: int
 
     def __init__(self, op, value_index: int = 0):
         object.__setattr__(self, "op", op)
@@ -61,13 +65,14 @@ class Tensor:
         if len(indices) == 1 and isinstance(indices[0], (list, tuple)):
             indices = tuple(indices[0])
         if len(indices) != self.ndim:
-            raise TEError(f"tensor {self.name} has {self.ndim} dimensions {_shape_str(self.shape)}, "
-                          f"indexed with {len(indices)} indices")
+            raise TEError(f"tensor {self.name} has {self.ndim} dimensions "
+                          f"{_shape_str(self.shape)}, indexed with {len(indices)} indices")
         idx = []
         for x in indices:
             e = _op.convert(x)
             if not _dt.is_integral(e.dtype):
-                raise TEError(f"tensor {self.name}: index {e} has dtype {e.dtype}, expected an integer")
+                raise TEError(f"tensor {self.name}: index {e} has dtype {e.dtype}, expected an "
+                              "integer")
             idx.append(e)
         return E.ProducerLoad(self, tuple(idx))
 

@@ -152,7 +152,7 @@ def structural_hash(node, map_free_vars: bool = False) -> int:
     return hash(structural_key(node, map_free_vars))
 
 
-def expr_key(e, memo: dict):
+def expr_key(e, memo: _KeyBuilder):
     """Identity-based structural key of an expression, memoized in ``memo``.
 
     ``memo`` must be a ``_KeyBuilder`` made by ``new_key_memo``; it is reused across calls so

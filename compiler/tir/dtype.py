@@ -3,13 +3,13 @@
 A vector type appends ``x<lanes>`` to its element type.  The helpers here are cached
 because lowering and codegen call them for every node.
 """
-from functools import lru_cache
+from functools import cache
 
 SCALAR_TYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
                 "uint8", "uint16", "uint32", "uint64", "bool", "handle")
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse(dtype: str) -> tuple:
     """Return (element type, lanes) of ``dtype``; raises ValueError on unknown types."""
     base, lanes = dtype, 1
@@ -31,20 +31,20 @@ def element_of(dtype: str) -> str:
     return parse(dtype)[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def with_lanes(dtype: str, n: int) -> str:
     base = parse(dtype)[0]
     return base if n == 1 else f"{base}x{n}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def bits(dtype: str) -> int:
     base = parse(dtype)[0]
     if base == "bool":
         return 1
     if base == "handle":
         return 64
-    return int(base.lstrip("floatuint"))
+    return int(base.lstrip("floatuint"))  # noqa: B005 - strips any leading letter of the names
 
 
 def is_float(dtype: str) -> bool:

@@ -12,7 +12,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TEError
 from . import dtype as dt
@@ -31,7 +31,10 @@ class Node:
 class PrimExpr(Node):
     """Base class of scalar and vector expressions; every subclass exposes ``dtype``."""
     __slots__ = ()
-    dtype: str
+
+    if TYPE_CHECKING:   # a field of most subclasses, a property of the others
+        @property
+        def dtype(self) -> str: ...
 
     # arithmetic, folded through tir.op
     def __add__(self, o): return _op.add(self, o)
@@ -64,10 +67,10 @@ class PrimExpr(Node):
         raise TEError(f"cannot use symbolic expression {self} as a Python bool; "
                       "use te.if_then_else / tir.Select instead")
 
-    def astype(self, dtype: str) -> "PrimExpr":
+    def astype(self, dtype: str) -> PrimExpr:
         return _op.cast(dtype, self)
 
-    def equal(self, other) -> "PrimExpr":
+    def equal(self, other) -> PrimExpr:
         return _op.cmp(EQ, self, other)
 
 
@@ -348,8 +351,12 @@ class IterVar(Node):
     """
     DataPar, ThreadIndex, CommReduce, Ordered, Opaque, Unrolled, Vectorized, Parallelized = range(8)
     __slots__ = ("dom", "var", "iter_type", "thread_tag")
+    dom: Range | None
+    var: Var
+    iter_type: int
+    thread_tag: str
 
-    def __init__(self, dom: Optional[Range], var: Var, iter_type: int, thread_tag: str = ""):
+    def __init__(self, dom: Range | None, var: Var, iter_type: int, thread_tag: str = ""):
         object.__setattr__(self, "dom", dom)
         object.__setattr__(self, "var", var)
         object.__setattr__(self, "iter_type", iter_type)

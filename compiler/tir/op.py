@@ -12,9 +12,35 @@ import sys
 
 from ..errors import TEError
 from . import dtype as dt
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Call, Cast, Div, FloatImm,
-                   FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mod, Mul, Not, Or,
-                   PrimExpr, Select, Sub, register_impl)
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Sub,
+    register_impl,
+)
 
 # Intrinsics the code generator knows, with their arity.
 INTRINSICS = {
@@ -108,6 +134,13 @@ def _fval(e):
     return e.value if isinstance(e, (IntImm, FloatImm)) else None
 
 
+def _trunc_div(x: int, y: int) -> int:
+    """Integer division rounding toward zero, exact for any size (``int(x / y)`` goes
+    through a float and is wrong above 2**53)."""
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y > 0) else -q
+
+
 def _fold(a, b, fn, cls):
     """Fold two constants with ``fn`` or build ``cls(a, b)``."""
     va, vb = _fval(a), _fval(b)
@@ -158,7 +191,7 @@ def div(a, b) -> PrimExpr:
     if dt.is_float(a.dtype):
         return _fold(a, b, lambda x, y: x / y, Div)
     _check_int_div(a, b, "div")
-    return _fold(a, b, lambda x, y: int(x / y), Div)
+    return _fold(a, b, _trunc_div, Div)
 
 
 def truncdiv(a, b) -> PrimExpr:
@@ -172,7 +205,7 @@ def truncdiv(a, b) -> PrimExpr:
 def truncmod(a, b) -> PrimExpr:
     a, b = match(a, b)
     _check_int_div(a, b, "truncmod")
-    return _fold(a, b, lambda x, y: int(math.fmod(x, y)), Mod)
+    return _fold(a, b, lambda x, y: x - _trunc_div(x, y) * y, Mod)
 
 
 def floordiv(a, b) -> PrimExpr:

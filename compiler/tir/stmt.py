@@ -8,7 +8,6 @@ statements are ``Stmt`` instances, sequences are tuples.  ``For.kind`` is one of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .expr import IntImm, Node, PrimExpr, Var
 from .op import convert as _conv
@@ -83,7 +82,7 @@ class SeqStmt(Stmt):
 class IfThenElse(Stmt):
     condition: PrimExpr
     then_case: Stmt
-    else_case: Optional[Stmt] = None
+    else_case: Stmt | None = None
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
@@ -121,13 +120,13 @@ class PrimFunc(Node):
                 return v
         return default
 
-    def with_body(self, body: Stmt) -> "PrimFunc":
+    def with_body(self, body: Stmt) -> PrimFunc:
         return PrimFunc(self.name, self.params, body, self.attrs)
 
 
 def seq(*stmts) -> Stmt:
     """Build a SeqStmt, flattening nested sequences and dropping no-ops."""
-    out = []
+    out: list = []
     for s in stmts:
         if s is None:
             continue

@@ -12,16 +12,32 @@ DAG is either inlined, attached by its anchor's schedule or computed at root).
 from __future__ import annotations
 
 from . import tag as _tag
-from .x86 import (schedule_adaptive_pool, schedule_batch_matmul, schedule_broadcast,  # noqa: F401
-                  schedule_concatenate, schedule_conv2d_nchw, schedule_conv2d_nhwc,
-                  schedule_conv2d_transpose_nchw, schedule_dense,
-                  schedule_depthwise_conv2d_nchw, schedule_elemwise, schedule_global_pool,
-                  schedule_group_conv2d_nchw, schedule_injective, schedule_layer_norm,
-                  schedule_log_softmax, schedule_matmul, schedule_pool, schedule_reduce,
-                  schedule_softmax)
-from .x86.conv2d import (schedule_conv2d_nchw_from_existing,
-                         schedule_conv2d_nhwc_from_existing,
-                         schedule_depthwise_conv2d_nchw_from_existing)
+from .x86 import (  # noqa: F401
+    schedule_adaptive_pool,
+    schedule_batch_matmul,
+    schedule_broadcast,
+    schedule_concatenate,
+    schedule_conv2d_nchw,
+    schedule_conv2d_nhwc,
+    schedule_conv2d_transpose_nchw,
+    schedule_dense,
+    schedule_depthwise_conv2d_nchw,
+    schedule_elemwise,
+    schedule_global_pool,
+    schedule_group_conv2d_nchw,
+    schedule_injective,
+    schedule_layer_norm,
+    schedule_log_softmax,
+    schedule_matmul,
+    schedule_pool,
+    schedule_reduce,
+    schedule_softmax,
+)
+from .x86.conv2d import (
+    schedule_conv2d_nchw_from_existing,
+    schedule_conv2d_nhwc_from_existing,
+    schedule_depthwise_conv2d_nchw_from_existing,
+)
 from .x86.dense import schedule_gemm_from_existing
 from .x86.injective import schedule_injective_from_existing
 from .x86.pooling import schedule_pool_from_existing

@@ -23,7 +23,8 @@ def parse_layout(layout: str, op: str = "topi.layout") -> list:
     """[(letter, factor)] in order: factor None for a primal axis, an int for a sub-axis."""
     if not isinstance(layout, str) or not layout:
         raise error(op, "layout", layout, "a layout string such as 'NCHW' or 'NCHW8c'")
-    pos, out = 0, []
+    pos = 0
+    out: list = []
     while pos < len(layout):
         m = _TOKEN.match(layout, pos)
         if m is None:
@@ -51,7 +52,7 @@ def layout_axis(layout: str, letter: str, op: str = "topi.layout") -> int:
 
 
 def _full_extents(op, toks, shape, src_layout) -> dict:
-    full = {}
+    full: dict = {}
     for (a, f), s in zip(toks, shape):
         if f is None:
             full[a] = full.get(a, 1) * s

@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from ..tir import op as _op
 from . import tag as _tag
-from .utils import (check_tensor, const_int, const_tuple, error, make, normalize_axis,
-                    normalize_axes, prod, ravel_index, unravel_index)
+from .utils import (
+    check_tensor,
+    const_int,
+    const_tuple,
+    error,
+    make,
+    normalize_axes,
+    normalize_axis,
+    prod,
+    ravel_index,
+    unravel_index,
+)
 
 
 def reshape(a, newshape):

@@ -126,7 +126,7 @@ def make(shape, fcompute, name: str, tag: str, **attrs):
                           attrs=_tag.attrs_for(tag, **attrs))
 
 
-def check_dtype(op: str, arg: str, dtype) -> str:
+def check_dtype(op: str, arg: str, dtype) -> str | None:
     if dtype is None:
         return None
     try:

@@ -19,8 +19,30 @@ from math import gcd
 from .. import dtype as dt
 from .. import op as _op
 from ..analysis import new_key_memo
-from ..expr import (EQ, GE, GT, LE, LT, NE, Add, Broadcast, BufferLoad, Call, Cast, FloatImm,
-                   FloorDiv, FloorMod, IntImm, Let, Mul, Not, Ramp, Select, Sub, Var)
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Mul,
+    Not,
+    Ramp,
+    Select,
+    Sub,
+    Var,
+)
 from ..functor import Mutator
 from .const_int_bound import BoundAnalyzer, bound_add, bound_scale
 
@@ -426,9 +448,9 @@ class Simplifier(Mutator):
         if len(terms) != 1 or cls is EQ or cls is NE:
             return None
         (coef, t), = terms.values()
-        if coef != 1 or type(t) is not FloorDiv or _ival(t.b) is None or t.b.value <= 0:
+        d = _ival(t.b) if type(t) is FloorDiv else None
+        if coef != 1 or d is None or d <= 0:
             return None
-        d = t.b.value
         bound = c * d if cls is LT or cls is GE else (c + 1) * d - 1
         return self.visit(cls(t.a, IntImm(dtype, bound)))
 

@@ -4,8 +4,7 @@ Schedules live in ``compiler.topi.x86`` (default CPU schedules) and
 ``compiler.topi.generic`` (dispatch by tag).
 """
 from ..transform import flatten
-from .conv2d import (conv2d, conv2d_nchw, conv2d_nhwc, depthwise_conv2d_nchw,
-                     group_conv2d_nchw)
+from .conv2d import conv2d, conv2d_nchw, conv2d_nhwc, depthwise_conv2d_nchw, group_conv2d_nchw
 from .conv2d_transpose import conv2d_transpose_nchw
 from .dense import batch_matmul, dense, matmul
 from .elemwise import bias_add, gelu, leaky_relu, prelu, relu

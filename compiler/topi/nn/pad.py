@@ -40,7 +40,8 @@ def pad(data, pad_before, pad_after=None, pad_value=0.0, name="PadInput"):
         _op.const(pad_value, data.dtype)
 
     def f(*i):
-        conds, idx = [], []
+        conds: list = []
+        idx: list = []
         for x, b, s in zip(i, before, shape):
             if b == 0 and out[len(idx)] == s:
                 idx.append(x)

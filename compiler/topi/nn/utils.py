@@ -18,6 +18,7 @@ def get_pad_tuple(padding, kernel, op: str = "topi.nn") -> tuple:
             ph, pw = kernel[0] - 1, kernel[1] - 1
             return (ph + 1) // 2, (pw + 1) // 2, ph // 2, pw // 2
         raise error(op, "padding", padding, "an int, a 2- or 4-tuple, 'SAME' or 'VALID'")
+    out: tuple
     try:
         if isinstance(padding, (list, tuple)):
             vals = [const_int(p) for p in padding]

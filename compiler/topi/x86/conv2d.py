@@ -35,7 +35,8 @@ def _kind(op) -> str:
 
 def _inputs_to_place(s, anchor):
     """Pad/dilate and kernel-transform producers of ``anchor`` (not inlined by prepare)."""
-    pads, others = [], []
+    pads: list = []
+    others: list = []
     for t in anchor.input_tensors:
         if isinstance(t.op, ComputeOp):
             (pads if t.op.tag.startswith(_tag.INJECTIVE + ",") else others).append(t)

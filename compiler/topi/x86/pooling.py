@@ -20,8 +20,15 @@ from ..layout import layout_axis
 from ..utils import const_tuple, prod
 from .injective import schedule_injective_from_existing
 from .reduction import schedule_reduce_from_existing
-from .utils import (PARALLEL_MIN_WORK, attach_pad, epilogue_of, num_cores, prepare, vector_factor,
-                    vector_lanes)
+from .utils import (
+    PARALLEL_MIN_WORK,
+    attach_pad,
+    epilogue_of,
+    num_cores,
+    prepare,
+    vector_factor,
+    vector_lanes,
+)
 
 _POOL = (_tag.POOL_MAX, _tag.POOL_AVG)
 _ADAPTIVE = (_tag.ADAPTIVE_POOL_MAX, _tag.ADAPTIVE_POOL_AVG)

@@ -11,10 +11,10 @@ Invariants:
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
-from ...target import parse_target
 from ...schedule.schedule import create_schedule
+from ...target import parse_target
 from ...te.tensor import ComputeOp, PlaceholderOp, Tensor, post_order_ops
 from ...tir import dtype as dt
 from .. import tag as _tag
@@ -24,7 +24,7 @@ from ..utils import const_tuple
 PARALLEL_MIN_WORK = 1 << 14
 
 
-@lru_cache(maxsize=None)
+@cache
 def _host():
     return parse_target("llvm")
 
