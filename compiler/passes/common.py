@@ -57,3 +57,25 @@ def fold_if_then_else(s: IfThenElse, cond, visit, negate=None):
     if cond is s.condition and then is s.then_case and other is s.else_case:
         return s
     return IfThenElse(cond, then, other)
+
+
+def rebuild_seq(s: SeqStmt, visit):
+    """``s`` with each statement visited: nested sequences flattened, no-ops dropped,
+    ``s`` itself when nothing changed, NOOP when nothing is left."""
+    out: list = []
+    changed = False
+    for x in s.seq:
+        y = visit(x)
+        changed |= y is not x
+        if is_noop(y):
+            changed = True
+        elif type(y) is SeqStmt:
+            out.extend(y.seq)
+            changed = True
+        else:
+            out.append(y)
+    if not changed:
+        return s
+    if not out:
+        return NOOP
+    return out[0] if len(out) == 1 else SeqStmt(tuple(out))

@@ -16,8 +16,8 @@ from ..tir.analysis import uses_var
 from ..tir.arith import Simplifier
 from ..tir.expr import Not, PrimExpr
 from ..tir.functor import Mutator, transform_func
-from ..tir.stmt import For, PrimFunc, SeqStmt
-from .common import NOOP, const_int, fold_if_then_else, is_noop
+from ..tir.stmt import For, PrimFunc
+from .common import NOOP, const_int, fold_if_then_else, is_noop, rebuild_seq
 from .simplify import make_replacer
 
 __all__ = ["remove_noop"]
@@ -63,23 +63,7 @@ class _NoopRemover(Mutator):
         return NOOP if is_noop(s) else s
 
     def visit_SeqStmt(self, s):
-        out: list = []
-        changed = False
-        for x in s.seq:
-            y = self.visit(x)
-            changed |= y is not x
-            if type(y) is SeqStmt:
-                out.extend(y.seq)
-                changed = True
-            elif is_noop(y):
-                changed = True
-            else:
-                out.append(y)
-        if not changed:
-            return s
-        if not out:
-            return NOOP
-        return out[0] if len(out) == 1 else SeqStmt(tuple(out))
+        return rebuild_seq(s, self.visit)
 
 
 def remove_noop(func: PrimFunc) -> PrimFunc:

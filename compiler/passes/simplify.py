@@ -35,8 +35,8 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.functor import Mutator, Visitor, _fields_of, transform_func
-from ..tir.stmt import AttrStmt, Buffer, BufferStore, Evaluate, For, LetStmt, PrimFunc, SeqStmt
-from .common import NOOP, const_int, fold_if_then_else, is_noop, loop_range
+from ..tir.stmt import AttrStmt, Buffer, BufferStore, Evaluate, For, LetStmt, PrimFunc
+from .common import NOOP, const_int, fold_if_then_else, is_noop, loop_range, rebuild_seq
 
 __all__ = ["simplify", "simplify_stmt", "make_replacer", "StmtSimplifier"]
 
@@ -102,23 +102,7 @@ class StmtSimplifier(Mutator):
         return AttrStmt(s.node, s.key, val, body)
 
     def visit_SeqStmt(self, s):
-        out: list = []
-        changed = False
-        for x in s.seq:
-            y = self.visit(x)
-            changed |= y is not x
-            if is_noop(y):
-                changed = True
-            elif type(y) is SeqStmt:
-                out.extend(y.seq)
-                changed = True
-            else:
-                out.append(y)
-        if not changed:
-            return s
-        if not out:
-            return NOOP
-        return out[0] if len(out) == 1 else SeqStmt(tuple(out))
+        return rebuild_seq(s, self.visit)
 
 
 _BINARY = frozenset((Add, Sub, Mul, FloorDiv, FloorMod, Min, Max, LT, LE, GT, GE, EQ, NE))
