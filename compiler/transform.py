@@ -92,4 +92,47 @@ def _checked_config(config) -> dict:
 
 _DEFAULT = PassContext()
 
-__all__ = ["PassContext", "register_config", "list_configs"]
+class Pass:
+    """A named transformation ``IRModule -> IRModule`` (TVM's ``tvm.transform.Pass``).
+
+    ``opt_level`` is the lowest PassContext opt_level at which a ``Sequential`` runs it;
+    calling a pass directly always runs it.
+    """
+
+    def __init__(self, fn, name: str, opt_level: int = 0, required=()):
+        self.fn, self.name, self.opt_level, self.required = fn, name, opt_level, tuple(required)
+
+    def __call__(self, mod):
+        return self.fn(mod)
+
+    def __repr__(self) -> str:
+        return f"Pass({self.name}, opt_level={self.opt_level})"
+
+
+def module_pass(fn=None, opt_level: int = 0, name: str | None = None, required=()):
+    """Decorator turning ``fn(mod) -> mod`` into a Pass (TVM's ``tvm.transform.module_pass``)."""
+    def wrap(f):
+        return Pass(f, name or f.__name__, opt_level, required)
+    return wrap(fn) if fn is not None else wrap
+
+
+class Sequential(Pass):
+    """Run passes in order, skipping those above the current opt_level or disabled."""
+
+    def __init__(self, passes=(), opt_level: int = 0, name: str = "sequential", required=()):
+        self.passes = list(passes)
+        super().__init__(self._run, name, opt_level, required)
+
+    def _run(self, mod):
+        ctx = PassContext.current()
+        for p in self.passes:
+            if p.name in ctx.disabled_pass:
+                continue
+            if p.opt_level > ctx.opt_level and p.name not in ctx.required_pass:
+                continue
+            mod = p(mod)
+        return mod
+
+
+__all__ = ["PassContext", "register_config", "list_configs", "Pass", "module_pass",
+           "Sequential"]

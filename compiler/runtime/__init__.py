@@ -5,17 +5,19 @@ Data flow: ``compile_ir(ir, target) -> bytes`` (cacheable, runs anywhere) and
 """
 from ..target import Target, host_target, parse_target
 from .cache import DEFAULT_CACHE, ObjectCache, default_cache, set_default_cache
+from .export import load_module, read_library, register_loader, save_library
 from .jit import (
                   CompileOutput,
                   check_runnable,
                   compile_ir,
                   compile_ir_full,
-                  load_module,
+                  link_objects,
                   process_stats,
                   runtime_libraries,
 )
 from .meta import FuncMeta, ParamMeta, meta_from_primfunc, normalize_funcs_meta, numpy_dtype
 from .module import Function, Module, as_aligned, empty_aligned
+from .ndarray import Device, NDArray, cpu, device
 from .timer import ProfileResult, flush_cpu_cache, last_level_cache_bytes
 
 __all__ = ["DEFAULT_CACHE", "ObjectCache", "default_cache", "set_default_cache",
@@ -24,4 +26,5 @@ __all__ = ["DEFAULT_CACHE", "ObjectCache", "default_cache", "set_default_cache",
            "runtime_libraries", "FuncMeta", "ParamMeta", "meta_from_primfunc",
            "normalize_funcs_meta", "numpy_dtype", "Function", "Module", "as_aligned",
            "empty_aligned", "Target", "host_target", "parse_target", "ProfileResult",
-           "flush_cpu_cache", "last_level_cache_bytes"]
+           "flush_cpu_cache", "last_level_cache_bytes", "link_objects", "read_library",
+           "register_loader", "save_library", "Device", "NDArray", "cpu", "device"]

@@ -31,6 +31,7 @@ import os
 import threading
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -123,6 +124,16 @@ def compile_ir(ir_text: str, target="llvm", opt_level=None, cache=DEFAULT_CACHE)
         obj = _compile(ir_text, target, opt, want_source=False).object
         store.put(key, obj)
     return obj
+
+
+def cached_object(ir_text: str, target="llvm", opt_level=None, cache=DEFAULT_CACHE):
+    """The cached object for ``ir_text`` if ``compile_ir`` would not need LLVM, else None
+    (lets a caller send only the misses to worker processes)."""
+    target = _target_of(target)
+    store: ObjectCache | None = resolve_cache(cache)
+    if store is None:
+        return None
+    return store.get(store.key(ir_text, target, _opt_of(opt_level, target)))
 
 
 def compile_ir_full(ir_text: str, target="llvm", opt_level=None) -> CompileOutput:
@@ -252,7 +263,7 @@ def _check_symbols(syms, names) -> None:
                          f"provides{hint}")
 
 
-def link_object(obj: bytes, exports) -> object:
+def link_object(obj: bytes, exports) -> Any:
     """Link object code into this process's JIT and return its resource tracker:
     ``tracker[name]`` is the address of exported symbol ``name``.  The code stays mapped
     while the tracker is alive (``load_module`` wraps this for PrimFunc objects; use
@@ -260,6 +271,25 @@ def link_object(obj: bytes, exports) -> object:
     if not isinstance(obj, (bytes, bytearray, memoryview)):
         raise TypeError(f"link_object: obj must be object-code bytes, got {type(obj).__name__}")
     return _link(bytes(obj), list(exports))
+
+
+def link_objects(objs, exports) -> Any:
+    """Link several objects into one JIT library (their symbols resolve each other:
+    a graph driver calling its kernels) and return its resource tracker."""
+    objs = [bytes(o) for o in objs]
+    with _LOCK:
+        lljit = _ENGINE.get()
+        builder = llvm.JITLibraryBuilder()
+        for o in objs:
+            builder.add_object_img(o)
+        builder.add_current_process()
+        for name in exports:
+            builder.export_symbol(name)
+        _STATS["loads"] += 1
+        try:
+            return builder.link(lljit, f"tas_module_{next(_LIB_IDS)}")
+        except RuntimeError as e:
+            raise BuildError(f"linking {len(objs)} objects failed: {e}") from None
 
 
 def _link(obj: bytes, exports):

@@ -171,6 +171,8 @@ class Function:
         ptrs, spans, writeback, temps = [], [], [], []
         # Hot path (every call): one flags object per array, identity test on dtype first.
         for (pname, shape, dt, written, align), a in zip(checks, arrays):
+            if not isinstance(a, np.ndarray) and hasattr(a, "device") and hasattr(a, "__array__"):
+                a = a.__array__()          # an NDArray: its own buffer, written in place
             if not isinstance(a, np.ndarray):
                 raise TypeError(f"function {self.name!r} param {pname!r}: expected a "
                                 f"numpy.ndarray, got {type(a).__name__}")
@@ -299,3 +301,8 @@ class Module:
     def export_object(self) -> bytes:
         """The relocatable object code (load it again with ``load_module``)."""
         return self._obj
+
+
+def enter_parallel_runtime(name: str) -> None:
+    """Call before running code that may start a libgomp region (see ``_enter_gomp``)."""
+    _enter_gomp(name)

@@ -39,10 +39,9 @@ from .x86.conv2d import (
     schedule_depthwise_conv2d_nchw_from_existing,
 )
 from .x86.dense import schedule_gemm_from_existing
-from .x86.injective import schedule_injective_from_existing
+from .x86.fused import schedule_anchored
 from .x86.pooling import schedule_pool_from_existing
-from .x86.reduction import schedule_reduce_from_existing
-from .x86.utils import as_list, epilogue_of, prepare
+from .x86.utils import all_ops, as_list
 
 _EXISTING = {
     _tag.DENSE: schedule_gemm_from_existing, _tag.MATMUL: schedule_gemm_from_existing,
@@ -66,25 +65,9 @@ def _kind(op) -> str:
 def schedule_default(outs):
     """The default CPU schedule of the DAG producing ``outs`` (tensor or list)."""
     outs = as_list(outs)
-    s, outs, ops = prepare(outs)
+    ops = all_ops(outs)
     whole = [op for op in ops if _kind(op) in _WHOLE]
-    anchors = [op for op in ops if _kind(op) in _EXISTING]
-    if whole and not anchors and len(whole) == 1:
+    if len(whole) == 1 and not any(_kind(op) in _EXISTING for op in ops):
         return _WHOLE[_kind(whole[0])](outs)
-    done = set()
-    for op in anchors:
-        epi = epilogue_of(s, op, outs)    # decided before the anchor's schedule runs
-        _EXISTING[_kind(op)](s, op, outs)
-        done.add(id(op))
-        if epi is not None:
-            done.add(id(epi))
-    out_ops = {id(t.op) for t in outs}
-    for op in ops:
-        if id(op) in done:
-            continue
-        if op.reduce_axis and _kind(op) not in _EXISTING:
-            schedule_reduce_from_existing(s, op.output(0))
-        elif id(op) in out_ops:
-            schedule_injective_from_existing(s, op.output(0))
-    return s
+    return schedule_anchored(outs, _EXISTING)
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 from ...te.tensor import ComputeOp
 from .. import tag as _tag
 from ..utils import const_tuple
+from .fused import schedule_anchored
 from .injective import schedule_injective_from_existing
-from .utils import attach_pad, epilogue_of, num_cores, pick_factor, prepare, vector_lanes
+from .utils import attach_pad, epilogue_of, num_cores, pick_factor, vector_lanes
 
 _NCHW_TAGS = (_tag.CONV2D_NCHW, _tag.GROUP_CONV2D_NCHW, _tag.CONV2D_TRANSPOSE_NCHW)
 _NHWC_TAGS = (_tag.CONV2D_NHWC, _tag.GROUP_CONV2D_NHWC)
@@ -177,11 +178,7 @@ def schedule_depthwise_conv2d_nchw_from_existing(s, anchor, outs):
 
 
 def _schedule(outs, kinds, fn):
-    s, outs, ops = prepare(outs)
-    for op in ops:
-        if _kind(op) in kinds:
-            fn(s, op, outs)
-    return s
+    return schedule_anchored(outs, {k: fn for k in kinds})
 
 
 def schedule_conv2d_nchw(outs):

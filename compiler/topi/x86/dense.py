@@ -23,7 +23,8 @@ from __future__ import annotations
 from ...te.tensor import ComputeOp
 from .. import tag as _tag
 from ..utils import const_tuple
-from .utils import epilogue_of, num_cores, pick_factor, prepare, vector_factor, vector_lanes
+from .fused import schedule_anchored
+from .utils import epilogue_of, num_cores, pick_factor, vector_factor, vector_lanes
 
 _GEMM_TAGS = (_tag.DENSE, _tag.MATMUL, _tag.BATCH_MATMUL)
 
@@ -168,10 +169,7 @@ def _dot_tile(m: int, n: int) -> tuple:
 
 
 def _schedule(outs):
-    s, outs, ops = prepare(outs)
-    for op in [o for o in ops if _is_gemm(o)]:
-        schedule_gemm_from_existing(s, op, outs)
-    return s
+    return schedule_anchored(outs, {k: schedule_gemm_from_existing for k in _GEMM_TAGS})
 
 
 def schedule_dense(outs):

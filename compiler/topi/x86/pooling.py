@@ -18,6 +18,7 @@ from ...te.tensor import ComputeOp
 from .. import tag as _tag
 from ..layout import layout_axis
 from ..utils import const_tuple, prod
+from .fused import schedule_anchored
 from .injective import schedule_injective_from_existing
 from .reduction import schedule_reduce_from_existing
 from .utils import (
@@ -117,11 +118,7 @@ def _scalar_pool(s, anchor, st, axes, shape, has_epi):
 
 def schedule_pool(outs, layout=None):
     """Schedule ``nn.pool2d`` (and its elementwise consumers)."""
-    s, outs, ops = prepare(outs)
-    for op in ops:
-        if _kind(op) in _POOL:
-            schedule_pool_from_existing(s, op, outs)
-    return s
+    return schedule_anchored(outs, {k: schedule_pool_from_existing for k in _POOL})
 
 
 def schedule_adaptive_pool(outs):

@@ -1,0 +1,217 @@
+"""The TE compiler: each primitive function (fused group) becomes a kernel.
+
+``lower_to_te(fn)`` turns the group into TE: placeholders ``p0..pN`` for its parameters,
+then every operator's compute (topi) in order; the outputs are the body's tensor(s).
+``KernelCache.lower(fn)`` schedules it -- the first schedule an active provider returns
+for its workload key, else the schedule of the implementation the anchor op's x86
+strategy selects (``op.strategy``: topi's schedule, which fuses the epilogue) -- and
+lowers it to a PrimFunc named after its ops.  Identical groups (same workload key) are
+lowered once.  ``compile_all`` turns the PrimFuncs into object code, distinct kernels in
+parallel worker processes (LLVM holds a global lock within one process).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from ... import topi
+from ...codegen.llvm import codegen_llvm
+from ...runtime.cache import default_cache
+from ...runtime.compile_pool import compile_many
+from ...runtime.jit import cached_object, compile_ir
+from ...runtime.meta import meta_from_primfunc, resolve_alignment
+from ...schedule.lower import lower
+from ...schedule.schedule import Schedule
+from ...te import api as te_api
+from ...tir import op as tir_op
+from ...topi import tag as T
+from ..errors import RelayError
+from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from ..functor import post_order
+from ..op.registry import Op
+from ..op.strategy import OpImplementation, select_implementation
+from ..ty import TupleType
+from .dispatch import current_providers, workload_key
+
+__all__ = ["GroupTE", "lower_to_te", "KernelCache", "Kernel", "compile_all", "group_name"]
+
+_log = logging.getLogger("compiler.relay")
+_SCALAR_OK = {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+              "floor_divide", "floor_mod", "equal", "not_equal", "less", "less_equal",
+              "greater", "greater_equal", "logical_and", "logical_or"}
+
+
+@dataclass
+class GroupTE:
+    """A fused group as TE: its inputs (placeholders), outputs, anchor and key."""
+    inputs: list
+    outputs: list
+    anchor: str               # name of the highest-pattern op (conv2d, dense, ...)
+    pattern: str
+    key: str                  # workload key (backend.dispatch)
+    tunable: bool
+    implementation: OpImplementation | None   # the anchor's x86 strategy choice
+
+
+def group_name(fn: Function) -> str:
+    ops = [n.op.name.replace(".", "_") for n in post_order(fn.body)
+           if isinstance(n, Call) and isinstance(n.op, Op)]
+    name = "fused_" + "_".join(ops)
+    return name[:80]
+
+
+def _anchor(fn: Function):
+    """The call of highest pattern level (the first one on ties), or None."""
+    best, level = None, -1
+    for node in post_order(fn.body):
+        if isinstance(node, Call) and isinstance(node.op, Op):
+            lv = T.PATTERN_LEVEL.get(node.op.pattern, 0)
+            if lv > level:
+                best, level = node, lv
+    return best
+
+
+def lower_to_te(fn: Function, target=None) -> GroupTE:
+    """The group's TE; the anchor is computed by its selected implementation."""
+    anchor = _anchor(fn)
+    impl = None if anchor is None else select_implementation(
+        anchor.op, anchor.attrs, tuple(a.checked_type for a in anchor.args), target)
+    env: dict = {}
+    inputs = []
+    for k, p in enumerate(fn.params):
+        t = p.checked_type
+        if isinstance(t, TupleType):          # a tuple argument: one placeholder per field
+            env[p] = [te_api.placeholder(f.shape, name=f"p{k}_{i}", dtype=f.dtype)
+                      for i, f in enumerate(t.fields)]
+            inputs.extend(env[p])
+        else:
+            env[p] = te_api.placeholder(t.shape, name=f"p{k}", dtype=t.dtype)
+            inputs.append(env[p])
+    tunable = False
+    for node in post_order(fn.body):
+        if isinstance(node, Var):
+            continue
+        if isinstance(node, Constant):
+            env[node] = node
+        elif isinstance(node, Call):
+            if not isinstance(node.op, Op):
+                raise RelayError(f"lower_to_te: nested call of a function inside {group_name(fn)}")
+            args = [_te_arg(env[a], node.op.name) for a in node.args]
+            compute = impl.compute if node is anchor and impl is not None else node.op.compute
+            env[node] = compute(args, node.attrs, node.checked_type)
+            tunable = tunable or node.op.tunable
+        elif isinstance(node, Tuple):
+            env[node] = [env[f] for f in node.fields]
+        elif isinstance(node, TupleGetItem):
+            env[node] = env[node.tuple_value][node.index]
+    out = env[fn.body]
+    outputs: list = []
+    for t in (list(out) if isinstance(out, (list, tuple)) else [out]):
+        # an output that is an input (batch_norm's mean) or repeats needs its own buffer
+        if any(t is x for x in inputs) or any(t is o for o in outputs):
+            t = topi.identity(t)
+        outputs.append(t)
+    name = "" if anchor is None else anchor.op.name
+    pattern = T.OPAQUE if anchor is None else anchor.op.pattern
+    return GroupTE(inputs, outputs, name, pattern, workload_key(inputs, outputs), tunable,
+                   impl)
+
+
+def _te_arg(v, op_name: str):
+    """A relay value as a compute argument: tensors as they are, scalar constants as TIR
+    constants for broadcast ops and as 0-d tensors otherwise."""
+    if not isinstance(v, Constant):
+        return v
+    value = v.data.item()
+    c = tir_op.const(value, str(v.data.dtype))
+    if op_name in _SCALAR_OK:
+        return c
+    return te_api.compute((), lambda: c, name="T_scalar")
+
+
+@dataclass
+class Kernel:
+    name: str
+    key: str
+    func: object              # the lowered PrimFunc
+    tuned: bool               # scheduled by a provider
+    implementation: str = ""  # the strategy implementation that scheduled it otherwise
+
+
+class KernelCache:
+    """Lowers each distinct fused group once (by workload key) for one build."""
+
+    def __init__(self, target, use_providers: bool):
+        self.target = target
+        self.by_key: dict = {}
+        self.names: set = set()
+        self.tuned = self.fallback = 0
+        self.use_providers = use_providers
+
+    def lower(self, fn: Function) -> Kernel:
+        te_group = lower_to_te(fn, self.target)
+        hit = self.by_key.get(te_group.key)
+        if hit is not None:
+            return hit
+        sch = self._provider_schedule(te_group) if self.use_providers else None
+        tuned = sch is not None
+        if sch is None:
+            impl = te_group.implementation
+            sch = impl.schedule(te_group.outputs) if impl is not None else \
+                topi.generic.schedule_default(te_group.outputs)
+        name = self._unique(group_name(fn))
+        func = lower(sch, te_group.inputs + te_group.outputs, name=name)
+        impl_name = "" if tuned or te_group.implementation is None else \
+            te_group.implementation.name
+        kernel = Kernel(name, te_group.key, func, tuned, impl_name)
+        self.by_key[te_group.key] = kernel
+        if te_group.tunable or tuned:
+            if tuned:
+                self.tuned += 1
+            else:
+                self.fallback += 1
+        return kernel
+
+    def _provider_schedule(self, g: GroupTE):
+        for p in current_providers():
+            sch = p.query(self.target, g.key, g.inputs + g.outputs)
+            if sch is not None:
+                if not isinstance(sch, Schedule):
+                    raise RelayError(f"schedule provider {p!r} returned {type(sch).__name__} "
+                                     f"for {g.key}; expected a te.Schedule or None")
+                return sch
+        return None
+
+    def _unique(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.names:
+            k += 1
+            name = f"{base}_{k}"
+        self.names.add(name)
+        return name
+
+
+# Starting a worker interpreter costs ~0.3 s; a few kernels compile faster in-process.
+_PARALLEL_FROM = 4
+
+
+def compile_all(kernels, target) -> list:
+    """``[(obj bytes, FuncMeta tuple)]`` for ``kernels``, compiled in parallel processes
+    (each IR is generated here; LLVM optimization and code emission run in workers)."""
+    irs = [codegen_llvm(k.func, target) for k in kernels]
+    metas = [resolve_alignment((meta_from_primfunc(k.func),), ir) for k, ir in zip(kernels, irs)]
+    store = default_cache()
+    objs = [cached_object(ir, target, cache=store) for ir in irs]
+    misses = [k for k, o in enumerate(objs) if o is None]
+    workers = min(len(misses), os.cpu_count() or 1)
+    if workers <= 1 or len(misses) < _PARALLEL_FROM:
+        for k in misses:
+            objs[k] = compile_ir(irs[k], target, cache=store)
+    else:
+        cache_dir = None if store is None else str(store.directory)
+        done = compile_many([irs[k] for k in misses], target, cache_dir, workers,
+                            [kernels[k].name for k in misses])
+        for k, obj in zip(misses, done):
+            objs[k] = obj
+    return list(zip(objs, metas))

@@ -1,0 +1,77 @@
+"""Relay passes as TVM's pass objects: ``relay.transform.InferType()(mod)``.
+
+Each pass is a named pure function ``IRModule -> IRModule`` in its own module; this
+package wraps them as ``compiler.transform.Pass`` objects with TVM's names and opt
+levels, and ``optimize_pipeline()`` is the plain list ``relay.build`` runs (a
+``Sequential``: passes above the PassContext's opt_level or in its ``disabled_pass``
+are skipped).
+"""
+from ...transform import Pass, PassContext, Sequential, module_pass
+from .bind import bind_params_by_name
+from .combine_parallel_dense import combine_parallel_dense
+from .cse import eliminate_common_subexpr
+from .dce import dead_code_elimination
+from .fold_constant import fold_constant, register_evaluator
+from .fold_scale_axis import fold_scale_axis
+from .fuse_ops import fuse_ops
+from .infer_type import infer_expr_type, infer_type
+from .simplify_expr import simplify_expr
+from .simplify_inference import simplify_inference
+
+__all__ = ["Pass", "PassContext", "Sequential", "module_pass", "InferType", "FuseOps",
+           "FoldConstant", "SimplifyInference", "SimplifyExpr", "FoldScaleAxis",
+           "EliminateCommonSubexpr", "CombineParallelDense", "DeadCodeElimination",
+           "optimize_pipeline", "PIPELINE", "infer_type", "infer_expr_type",
+           "bind_params_by_name", "fuse_ops", "fold_constant", "register_evaluator",
+           "simplify_inference", "simplify_expr", "fold_scale_axis",
+           "eliminate_common_subexpr", "combine_parallel_dense", "dead_code_elimination"]
+
+# ruff: noqa: N802 - the pass constructors carry TVM's names
+
+
+def InferType() -> Pass:
+    return Pass(infer_type, "InferType", 0)
+
+
+def FuseOps(fuse_opt_level: int = -1) -> Pass:
+    """``fuse_opt_level`` -1 follows the PassContext (opt_level 0 fuses nothing)."""
+    return Pass(lambda mod: fuse_ops(mod, fuse_opt_level), "FuseOps", 0)
+
+
+def FoldConstant() -> Pass:
+    return Pass(fold_constant, "FoldConstant", 2)
+
+
+def SimplifyInference() -> Pass:
+    return Pass(simplify_inference, "SimplifyInference", 0)
+
+
+def SimplifyExpr() -> Pass:
+    return Pass(simplify_expr, "SimplifyExpr", 0)
+
+
+def FoldScaleAxis() -> Pass:
+    return Pass(fold_scale_axis, "FoldScaleAxis", 3)
+
+
+def EliminateCommonSubexpr() -> Pass:
+    return Pass(eliminate_common_subexpr, "EliminateCommonSubexpr", 3)
+
+
+def CombineParallelDense(min_num_branches: int = 3) -> Pass:
+    return Pass(lambda mod: combine_parallel_dense(mod, min_num_branches),
+                "CombineParallelDense", 4)
+
+
+def DeadCodeElimination(inline_once: bool = False) -> Pass:
+    return Pass(lambda mod: dead_code_elimination(mod, inline_once), "DeadCodeElimination", 1)
+
+
+# The order relay.build runs (TVM's build_module.cc, reduced to the passes we have).
+PIPELINE = (InferType, SimplifyInference, FoldConstant, SimplifyExpr, FoldScaleAxis,
+            EliminateCommonSubexpr, CombineParallelDense, DeadCodeElimination,
+            FuseOps, InferType)
+
+
+def optimize_pipeline() -> Sequential:
+    return Sequential([make() for make in PIPELINE], name="relay.optimize")

@@ -1,0 +1,255 @@
+"""Relay passes: each pass's rewrite and its numerical equivalence, the pipeline's opt
+levels, and FuseOps (rules by pattern kind; golden fused groups of three model blocks)."""
+import numpy as np
+import pytest
+from relay_helpers import check_golden, module_of, rand, run_interp
+
+import compiler
+from compiler import relay
+from compiler.relay import testing
+from compiler.relay import transform as T
+from compiler.transform import PassContext
+
+RNG = np.random.default_rng(7)
+
+
+def op_calls(expr):
+    """Operator names of every call in ``expr`` (nested functions included), sorted."""
+    return sorted(n.op.name for n in relay.functor.post_order(expr)
+                  if isinstance(n, relay.Call) and isinstance(n.op, relay.op.Op))
+
+
+def ops_of(mod):
+    return sorted(set(op_calls(mod["main"])))
+
+
+def primitive_groups(mod):
+    return [n for n in relay.functor.post_order(mod["main"].body)
+            if isinstance(n, relay.Function) and n.attrs.get("Primitive")]
+
+
+def group_ops(mod):
+    return [op_calls(g) for g in primitive_groups(mod)]
+
+
+def same_values(before, after, inputs, params=None, rtol=1e-5):
+    for a, b in zip(run_interp(before, inputs, params), run_interp(after, inputs, params)):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-5)
+
+
+# ------------------------------------------------------------------ individual passes
+def test_simplify_inference_removes_batch_norm_and_dropout():
+    x = relay.var("x", shape=(2, 3, 4, 4))
+    g, b, m, v = (relay.var(n, shape=(3,)) for n in "gbmv")
+    y = relay.nn.dropout(relay.nn.batch_norm(x, g, b, m, v, epsilon=1e-3)[0])
+    mod = module_of(y)
+    out = T.SimplifyInference()(mod)
+    assert "nn.batch_norm" not in ops_of(out) and "nn.dropout" not in ops_of(out)
+    inputs = {"x": rand(RNG, (2, 3, 4, 4)), "g": rand(RNG, (3,)), "b": rand(RNG, (3,)),
+              "m": rand(RNG, (3,)), "v": rand(RNG, (3,), low=0.5, high=1.5)}
+    same_values(mod, out, inputs)
+
+
+def test_fold_constant_evaluates_constant_subgraphs():
+    c1 = relay.const(np.arange(4, dtype="float32"))
+    c2 = relay.const(np.full(4, 2.0, dtype="float32"))
+    x = relay.var("x", shape=(4,))
+    mod = module_of(relay.multiply(relay.exp(relay.add(c1, c2)), x))
+    out = T.FoldConstant()(mod)
+    assert ops_of(out) == ["multiply"]
+    folded = out["main"].body.args[0]
+    assert isinstance(folded, relay.Constant)
+    np.testing.assert_allclose(folded.data, np.exp(np.arange(4) + 2.0), rtol=1e-6)
+
+
+def test_fold_constant_runs_from_opt_level_2_only():
+    c = relay.const(np.ones(3, "float32"))
+    x = relay.var("x", shape=(3,))
+    mod = module_of(relay.add(relay.exp(c), x))
+    with PassContext(opt_level=1):
+        assert ops_of(T.Sequential([T.FoldConstant()])(mod)) == ["add", "exp"]
+    with PassContext(opt_level=2):
+        assert ops_of(T.Sequential([T.FoldConstant()])(mod)) == ["add"]
+    with PassContext(opt_level=2, disabled_pass=["FoldConstant"]):
+        assert ops_of(T.Sequential([T.FoldConstant()])(mod)) == ["add", "exp"]
+    with PassContext(opt_level=0, required_pass=["FoldConstant"]):
+        assert ops_of(T.Sequential([T.FoldConstant()])(mod)) == ["add"]
+
+
+def test_eliminate_common_subexpr():
+    x = relay.var("x", shape=(3,))
+    y = relay.add(relay.exp(x), relay.exp(x))
+    out = T.EliminateCommonSubexpr()(module_of(y))
+    add = out["main"].body
+    assert add.args[0] is add.args[1]
+
+
+def test_dead_code_elimination_drops_unused_let():
+    x = relay.var("x", shape=(3,))
+    unused = relay.var("u", shape=(3,))
+    body = relay.Let(unused, relay.exp(x), relay.negative(x))
+    out = T.DeadCodeElimination()(compiler.IRModule.from_expr(relay.Function([x], body)))
+    assert ops_of(out) == ["negative"]
+
+
+def test_simplify_expr_reshape_chain_and_transposes():
+    x = relay.var("x", shape=(2, 3, 4))
+    y = relay.reshape(relay.reshape(x, (6, 4)), (4, 6))
+    y = relay.transpose(relay.transpose(y, (1, 0)), (1, 0))
+    mod = module_of(y)
+    out = T.SimplifyExpr()(mod)
+    assert ops_of(out) == ["reshape"]
+    assert out["main"].body.args[0] is out["main"].params[0]
+    same_values(mod, out, {"x": rand(RNG, (2, 3, 4))})
+    noop = T.SimplifyExpr()(module_of(relay.transpose(x, (0, 1, 2))))
+    assert ops_of(noop) == []
+
+
+def test_fold_scale_axis_folds_per_channel_scale_into_conv_weights():
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    w = rand(RNG, (4, 3, 3, 3))
+    scale = rand(RNG, (4, 1, 1), low=0.5, high=2)
+    bias = rand(RNG, (4,))
+    conv = relay.nn.bias_add(relay.nn.conv2d(x, relay.const(w), padding=(1, 1)),
+                             relay.const(bias))
+    mod = module_of(relay.nn.relu(relay.multiply(conv, relay.const(scale))))
+    out = T.FoldScaleAxis()(mod)
+    assert ops_of(out) == ["nn.bias_add", "nn.conv2d", "nn.relu"]
+    same_values(mod, out, {"x": rand(RNG, (1, 3, 6, 6))}, rtol=1e-4)
+
+
+def test_fold_scale_axis_leaves_non_channel_scales_and_shared_layers():
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    conv = relay.nn.conv2d(x, relay.const(rand(RNG, (4, 3, 1, 1))))
+    spatial = relay.const(rand(RNG, (1, 6, 6)))
+    assert "multiply" in ops_of(T.FoldScaleAxis()(module_of(relay.multiply(conv, spatial))))
+    per_channel = relay.const(rand(RNG, (4, 1, 1)))
+    shared = relay.add(relay.multiply(conv, per_channel), conv)
+    assert "multiply" in ops_of(T.FoldScaleAxis()(module_of(shared)))
+
+
+def test_fold_scale_axis_dense():
+    x = relay.var("x", shape=(2, 5))
+    y = relay.multiply(relay.nn.dense(x, relay.const(rand(RNG, (3, 5)))),
+                       relay.const(rand(RNG, (3,))))
+    mod = module_of(y)
+    out = T.FoldScaleAxis()(mod)
+    assert ops_of(out) == ["nn.dense"]
+    same_values(mod, out, {"x": rand(RNG, (2, 5))})
+
+
+def test_combine_parallel_dense_at_opt_level_4():
+    x = relay.var("x", shape=(4, 8))
+    ws = [relay.var(f"w{k}", shape=(u, 8)) for k, u in enumerate((3, 5, 3))]
+    y = relay.Tuple([relay.nn.relu(relay.nn.dense(x, w)) for w in ws])
+    mod = module_of(y)
+    with PassContext(opt_level=3):
+        assert op_calls(T.optimize_pipeline()(mod)["main"]).count("nn.dense") == 3
+    with PassContext(opt_level=4):
+        assert op_calls(T.optimize_pipeline()(mod)["main"]).count("nn.dense") == 1
+    out = T.CombineParallelDense()(mod)
+    assert op_calls(out["main"]).count("nn.dense") == 1
+    inputs = {"x": rand(RNG, (4, 8)), **{f"w{k}": rand(RNG, (u, 8))
+                                         for k, u in enumerate((3, 5, 3))}}
+    same_values(mod, out, inputs)
+
+
+# ------------------------------------------------------------------ FuseOps rules
+def test_fuse_conv_bias_relu_into_one_group():
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, relay.var("w", shape=(4, 3, 3, 3))),
+                                        relay.var("b", shape=(4,))))
+    with PassContext(opt_level=2):
+        out = T.FuseOps()(module_of(y))
+    assert group_ops(out) == [["nn.bias_add", "nn.conv2d", "nn.relu"]]
+
+
+def test_fuse_opaque_stands_alone_and_reduction_takes_elementwise_inputs():
+    x = relay.var("x", shape=(4, 6))
+    y = relay.sum(relay.exp(relay.nn.softmax(relay.negative(x))), axis=1)
+    with PassContext(opt_level=2):
+        out = T.FuseOps()(module_of(y))
+    assert group_ops(out) == [["negative"], ["nn.softmax"], ["exp", "sum"]]
+
+
+def test_fuse_opt_level_0_and_max_depth():
+    x = relay.var("x", shape=(8,))
+    y = x
+    for _ in range(6):
+        y = relay.exp(y)
+    with PassContext(opt_level=0):
+        assert len(primitive_groups(T.FuseOps()(module_of(y)))) == 6
+    with PassContext(opt_level=2):
+        assert len(primitive_groups(T.FuseOps()(module_of(y)))) == 1
+    with PassContext(opt_level=2, config={"relay.FuseOps.max_depth": 2}):
+        assert len(primitive_groups(T.FuseOps()(module_of(y)))) == 3
+
+
+def test_fuse_diamond_joins_at_the_post_dominator():
+    x = relay.var("x", shape=(4, 4))
+    a = relay.exp(x)
+    y = relay.add(relay.sigmoid(a), relay.tanh(a))
+    with PassContext(opt_level=2):
+        out = T.FuseOps()(module_of(y))
+    assert group_ops(out) == [["add", "exp", "sigmoid", "tanh"]]
+
+
+# ------------------------------------------------------------------ golden fused blocks
+def fused_block(out, seed=0):
+    mod, params = testing.create_workload(testing.layers.function_of(out), seed)
+    with PassContext(opt_level=3):
+        return relay.optimize(mod, params)
+
+
+def test_fused_resnet_basic_block(request):
+    data = relay.var("data", shape=(1, 16, 16, 16))
+    out = testing.resnet.basic_block(data, "unit", 16, 32, 2)
+    fused = fused_block(out)
+    check_golden(request, "relay_fused_resnet_block", fused.astext())
+    # conv+bias+relu, conv+bias (shortcut), conv+bias+add+relu
+    assert group_ops(fused) == [["add", "nn.conv2d", "nn.relu"], ["add", "nn.conv2d"],
+                                ["add", "add", "nn.conv2d", "nn.relu"]]
+
+
+def test_fused_mobilenet_v2_inverted_residual(request):
+    data = relay.var("data", shape=(1, 16, 14, 14))
+    out = testing.mobilenet.inverted_residual(data, "block", 16, 16, 1, 6)
+    fused = fused_block(out)
+    check_golden(request, "relay_fused_mobilenet_v2_block", fused.astext())
+    # expand conv+bn+relu6, depthwise conv+bn+relu6, project conv+bn+residual add
+    assert group_ops(fused) == [["add", "clip", "nn.conv2d"], ["add", "clip", "nn.conv2d"],
+                                ["add", "add", "nn.conv2d"]]
+
+
+def test_fused_bert_encoder_layer(request):
+    fn = testing.bert.get_net(seq_len=8, hidden_size=16, num_heads=2, intermediate_size=32)
+    fused = fused_block(fn.body)
+    check_golden(request, "relay_fused_bert_layer", fused.astext())
+    groups = group_ops(fused)
+    assert len(groups) == 17
+    assert ["nn.softmax"] in groups                                 # opaque, alone
+    assert groups.count(["nn.layer_norm"]) == 2
+    assert ["add", "erf", "multiply", "multiply", "multiply", "nn.bias_add", "nn.dense"] \
+        in groups                                                   # GELU into the dense
+    assert ["multiply", "nn.batch_matmul"] in groups                # the 1/sqrt(d) scale
+
+
+def test_fused_groups_compute_the_same_values():
+    fn = testing.bert.get_net(seq_len=8, hidden_size=16, num_heads=2, intermediate_size=32)
+    mod, params = testing.create_workload(fn)
+    with PassContext(opt_level=3):
+        fused = relay.optimize(mod, params)
+    x = {"data": rand(RNG, (1, 8, 16))}
+    np.testing.assert_allclose(run_interp(fused, x)[0], run_interp(mod, x, params)[0],
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_pipeline_at_every_opt_level_preserves_values(level):
+    mod, params = testing.resnet.get_workload(num_layers=18, image_shape=(3, 32, 32),
+                                              num_classes=10)
+    with PassContext(opt_level=level):
+        fused = relay.optimize(mod, params)
+    x = {"data": rand(RNG, (1, 3, 32, 32))}
+    np.testing.assert_allclose(run_interp(fused, x)[0], run_interp(mod, x, params)[0],
+                               rtol=1e-4, atol=1e-6)
