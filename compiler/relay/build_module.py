@@ -96,7 +96,7 @@ def _build(fused: IRModule, tgt: Target, use_providers: bool) -> GraphExecutorFa
                     tuple((e[2], e[3], plan.offsets[plan.storage_of[k]])
                           for k, e in enumerate(plan.entries)),
                     tuple(plan.inputs.items()), tuple(plan.param_entries.items()),
-                    tuple(plan.outputs))
+                    tuple(plan.outputs), tuple((k, tuple(a)) for k, a in plan.calls))
     stats = {"kernels": len(plan.kernels), "groups": len(plan.calls),
              "tuned_groups": cache.tuned, "fallback_groups": cache.fallback,
              "opt_level": PassContext.current().opt_level}

@@ -27,18 +27,21 @@ _METHODS = {"nearest_neighbor": "nearest", "nearest": "nearest", "linear": "line
 
 
 def _in_coord(x, in_size: int, out_size: int, mode: str, f: str):
+    # multiply by the input size, then divide by the output size: exact for the
+    # half-way points nearest rounding must see (3.5 * 2 / 7 is 1.0, 3.5 * (2 / 7) is not)
     xf = _op.cast(f, x)
-    scale = _op.const(in_size / out_size, f)
+
+    def scaled(v, num, den):
+        return v * _op.const(float(num), f) / _op.const(float(den), f)
     if mode == "align_corners":
-        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        return xf * _op.const(s, f)
+        return scaled(xf, in_size - 1, out_size - 1) if out_size > 1 else xf * _op.const(0.0, f)
     if mode == "asymmetric":
-        return xf * scale
+        return scaled(xf, in_size, out_size)
     if mode == "tf_half_pixel_for_nn":
-        return (xf + _op.const(0.5, f)) * scale
+        return scaled(xf + _op.const(0.5, f), in_size, out_size)
     if mode == "pytorch_half_pixel" and out_size == 1:
         return _op.const(0.0, f)
-    return (xf + _op.const(0.5, f)) * scale - _op.const(0.5, f)
+    return scaled(xf + _op.const(0.5, f), in_size, out_size) - _op.const(0.5, f)
 
 
 def _round(v, method: str):

@@ -25,7 +25,7 @@ from ...runtime.module import empty_aligned, enter_parallel_runtime, kernel_erro
 from ...runtime.ndarray import NDArray, array, cpu
 from ..errors import RelayInputError
 
-__all__ = ["GraphLib", "Layout", "GraphModule", "BenchmarkResult", "create"]
+__all__ = ["GraphLib", "Layout", "GraphModule", "BenchmarkResult", "create", "profile"]
 
 
 
@@ -37,12 +37,13 @@ class Layout:
     inputs: tuple             # (name, entry)
     params: tuple             # (name, entry)
     outputs: tuple            # entries
+    calls: tuple = ()         # (kernel name, entries of its arguments), in run order
 
     def to_json(self) -> dict:
         return {"pool_bytes": self.pool_bytes,
                 "entries": [[list(s), d, o] for s, d, o in self.entries],
                 "inputs": [list(x) for x in self.inputs], "params": [list(x) for x in self.params],
-                "outputs": list(self.outputs)}
+                "outputs": list(self.outputs), "calls": [[k, list(a)] for k, a in self.calls]}
 
     @staticmethod
     def from_json(d: dict) -> Layout:
@@ -50,7 +51,8 @@ class Layout:
                       tuple((tuple(s), dt, int(o)) for s, dt, o in d["entries"]),
                       tuple((n, int(e)) for n, e in d["inputs"]),
                       tuple((n, int(e)) for n, e in d["params"]),
-                      tuple(int(e) for e in d["outputs"]))
+                      tuple(int(e) for e in d["outputs"]),
+                      tuple((k, tuple(int(e) for e in a)) for k, a in d.get("calls", ())))
 
 
 class GraphLib:
@@ -61,7 +63,7 @@ class GraphLib:
         self.kernel_names = list(kernel_names)
         self.driver = driver
         exports = [driver] + [f"{k}{s}" for k in self.kernel_names
-                              for s in ("__status", "__errors")]
+                              for s in ("", "__status", "__errors")]
         self._tracker: Any = link_objects(list(self.objects.values()), exports)
         self._run = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self._tracker[driver])
         self._status = [(k, ctypes.c_int32.from_address(self._tracker[f"{k}__status"]),
@@ -72,10 +74,17 @@ class GraphLib:
         if self.uses_gomp:
             enter_parallel_runtime(self.driver)
         self._run(pool_addr)
+        self.check_status()
+
+    def check_status(self) -> None:
         for name, word, table in self._status:
             if word.value:
                 code, word.value = word.value, 0
                 raise kernel_error(table, code, name)
+
+    def kernel(self, name: str, arity: int):
+        """Kernel ``name`` as a ctypes function of ``arity`` pointers (for profiling)."""
+        return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)(self._tracker[name])
 
 
 @dataclass
@@ -217,6 +226,33 @@ class GraphModule:
                 n *= 2
             results.append(dt / n)
         return BenchmarkResult(results)
+
+
+def profile(m: GraphModule, number: int = 10) -> list:
+    """Per kernel: calls per run, milliseconds per run and share of the summed time, by
+    running every call of the graph on its own ``number`` times (the debug executor's
+    view; the sum slightly exceeds a driver run, which keeps caches warm between calls).
+    Rows sorted by time, largest first."""
+    m._check_inputs_set()
+    m.lib.run(m._addr)
+    base = m._addr
+    offsets = [off for _, _, off in m.layout.entries]
+    totals: dict = {}
+    counts: dict = {}
+    for name, args in m.layout.calls:
+        fn = m.lib.kernel(name, len(args))
+        ptrs = [base + offsets[e] for e in args]
+        fn(*ptrs)
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn(*ptrs)
+        totals[name] = totals.get(name, 0.0) + (time.perf_counter() - t0) / number
+        counts[name] = counts.get(name, 0) + 1
+    m.lib.check_status()
+    whole = sum(totals.values()) or 1.0
+    return sorted(({"kernel": k, "calls": counts[k], "ms": round(t * 1e3, 4),
+                    "share": round(t / whole, 4)} for k, t in totals.items()),
+                  key=lambda r: -r["ms"])
 
 
 def create(graph_json_str, libmod, device=None) -> GraphModule:

@@ -16,7 +16,8 @@ __all__ = ["Attrs", "attrs_items", "Conv2DAttrs", "Conv2DTransposeAttrs", "Dense
            "BatchNormAttrs", "LayerNormAttrs", "DropoutAttrs", "PadAttrs", "Resize2DAttrs",
            "ClipAttrs", "CastAttrs", "ReshapeAttrs", "TransposeAttrs", "SqueezeAttrs",
            "ExpandDimsAttrs", "ConcatenateAttrs", "SplitAttrs", "StridedSliceAttrs",
-           "TakeAttrs", "ReduceAttrs", "ArgReduceAttrs", "InitOpAttrs", "GeluAttrs"]
+           "TakeAttrs", "BroadcastToAttrs", "ReduceAttrs", "ArgReduceAttrs", "InitOpAttrs",
+           "GeluAttrs"]
 
 
 def attrs_items(attrs) -> list:
@@ -253,3 +254,8 @@ class InitOpAttrs(Attrs):
 @dataclass(frozen=True)
 class GeluAttrs(Attrs):
     approximate: str = "none"
+
+
+@dataclass(frozen=True)
+class BroadcastToAttrs(Attrs):
+    shape: tuple = ()

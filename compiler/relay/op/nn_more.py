@@ -137,14 +137,16 @@ def dropout(data, rate=0.5):
 
 
 def _pad(ins, a):
-    if a.pad_mode != "constant":
-        raise RelayError(f"nn.pad: pad_mode {a.pad_mode!r}; only 'constant' is supported")
     before = [p[0] for p in a.pad_width]
     after = [p[1] for p in a.pad_width]
-    return topi.nn.pad(ins[0], before, after, a.pad_value)
+    if a.pad_mode == "constant":
+        return topi.nn.pad(ins[0], before, after, a.pad_value)
+    return topi.nn.mirror_pad(ins[0], before, after, a.pad_mode)
 
 
 def _pad_ref(x, attrs):
+    if attrs.pad_mode != "constant":
+        return np.pad(x, attrs.pad_width, mode=attrs.pad_mode)
     return np.pad(x, attrs.pad_width, constant_values=attrs.pad_value).astype(x.dtype)
 
 
@@ -156,6 +158,9 @@ def pad(data, pad_width, pad_value=0.0, pad_mode="constant"):
     width = tuple(tuple(int(v) for v in p) for p in pad_width)
     if any(len(p) != 2 for p in width):
         raise RelayError(f"nn.pad: pad_width {pad_width!r} must be pairs (before, after)")
+    if pad_mode not in ("constant", "edge", "reflect", "wrap"):
+        raise RelayError(f"nn.pad: pad_mode {pad_mode!r}; expected 'constant', 'edge', "
+                         "'reflect' or 'wrap'")
     return call("nn.pad", [data], A.PadAttrs(width, pad_mode, float(pad_value)))
 
 

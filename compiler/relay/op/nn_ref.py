@@ -160,16 +160,15 @@ def log_softmax(x, axis):
 
 
 def _src_coord(o, in_size, out_size, mode):
-    scale = in_size / out_size
     if mode == "align_corners":
         return o * (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
     if mode == "asymmetric":
-        return o * scale
+        return o * in_size / out_size
     if mode == "tf_half_pixel_for_nn":
-        return (o + 0.5) * scale
+        return (o + 0.5) * in_size / out_size
     if mode == "pytorch_half_pixel" and out_size == 1:
         return 0.0
-    return (o + 0.5) * scale - 0.5                            # half_pixel
+    return (o + 0.5) * in_size / out_size - 0.5               # half_pixel
 
 
 def resize2d(x, attrs):

@@ -200,3 +200,15 @@ register_op("take", 2, topi_rel("take", lambda x, a: _take(x[0], x[1], a)), T.IN
 def take(data, indices, axis=None, batch_dims=0, mode="clip"):
     return call("take", [data, indices], A.TakeAttrs(None if axis is None else int(axis),
                                                       int(batch_dims), mode))
+
+
+# ------------------------------------------------------------------ broadcast_to
+register_op("broadcast_to", 1,
+            topi_rel("broadcast_to", lambda x, a: topi.broadcast_to(x[0], a.shape)),
+            T.BROADCAST, lambda ins, a, ty: topi.broadcast_to(ins[0], a.shape),
+            lambda x, attrs: np.broadcast_to(x, attrs.shape).copy(), A.BroadcastToAttrs)
+
+
+def broadcast_to(data, shape):
+    return call("broadcast_to", [data], A.BroadcastToAttrs(int_tuple(shape, "broadcast_to "
+                                                                             "shape")))

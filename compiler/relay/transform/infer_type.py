@@ -9,13 +9,13 @@ RelayTypeErrors naming the operator, the argument, the shapes and what was expec
 from __future__ import annotations
 
 from ..errors import RelayTypeError
-from ..expr import Call, Function, Let, Tuple, TupleGetItem, Var
+from ..expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 from ..functor import ExprMutator, post_order
 from ..module import IRModule
 from ..op.registry import Op
 from ..ty import FuncType, TupleType
 
-__all__ = ["infer_type", "infer_expr_type", "typed"]
+__all__ = ["infer_type", "infer_expr_type", "typed", "type_new"]
 
 
 class _Infer(ExprMutator):
@@ -113,3 +113,44 @@ def typed(e):
         return e
     # a fresh inferer maps every child to itself (``new`` of an unvisited node)
     return getattr(_Infer(), "rewrite_" + type(e).__name__)(e)
+
+
+def type_new(expr):
+    """``expr`` with every untyped node typed, walking only the untyped part: nodes that
+    are typed already (and Vars, Constants) are kept as they are and not entered, so
+    typing a graph one new node at a time (a frontend) costs O(new nodes)."""
+    done: dict = {}
+    stack = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in done:
+            continue
+        if isinstance(node, (Var, Constant)) or node._checked_type() is not None:
+            done[node] = node
+            continue
+        kids = _kids(node)
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if k not in done)
+            continue
+        done[node] = typed(_rebuilt(node, done))
+    return done[expr]
+
+
+def _kids(e) -> tuple:
+    if isinstance(e, Call):
+        return e.args + ((e.op,) if isinstance(e.op, Function) else ())
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    raise RelayTypeError(f"type_new: cannot type a {type(e).__name__} incrementally")
+
+
+def _rebuilt(e, done: dict):
+    if isinstance(e, Call):
+        op = done.get(e.op, e.op) if isinstance(e.op, Function) else e.op
+        return Call(op, tuple(done[a] for a in e.args), e.attrs)
+    if isinstance(e, Tuple):
+        return Tuple(tuple(done[f] for f in e.fields))
+    return TupleGetItem(done[e.tuple_value], e.index)

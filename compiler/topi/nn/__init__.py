@@ -9,12 +9,12 @@ from .conv2d_transpose import conv2d_transpose_nchw
 from .dense import batch_matmul, dense, matmul
 from .elemwise import bias_add, gelu, leaky_relu, prelu, relu
 from .norm import batch_norm, layer_norm
-from .pad import dilate, pad
+from .pad import dilate, mirror_pad, pad
 from .pooling import adaptive_pool, global_pool, pool2d
 from .softmax import log_softmax, softmax
 from .utils import conv_out_size, get_pad_tuple
 
-__all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw",
+__all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "mirror_pad",
            "group_conv2d_nchw", "conv2d_transpose_nchw", "batch_matmul", "dense", "matmul",
            "bias_add", "gelu", "leaky_relu", "prelu", "relu", "batch_norm", "layer_norm",
            "dilate", "pad", "adaptive_pool", "global_pool", "pool2d", "log_softmax",

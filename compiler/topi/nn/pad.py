@@ -77,3 +77,38 @@ def dilate(data, strides, dilation_value=0.0, name="DilatedInput"):
         return _op.if_then_else(_op.all_(*conds), data(*idx), fill)
     return make(out, f, name=name, tag=_tag.INJECTIVE + ",dilate")
 
+
+
+def mirror_pad(data, pad_before, pad_after=None, mode="reflect", name="MirrorPadInput"):
+    """Pad by repeating the border ("edge"), reflecting around it ("reflect", numpy's
+    and ONNX's: the border element is not repeated; each pad must be < the dim size) or
+    wrapping around ("wrap", numpy's).
+
+    Every index maps into the tensor, so the stage reads no guard and no fill value."""
+    op = "topi.nn.mirror_pad"
+    check_tensor(op, "data", data)
+    n = data.ndim
+    before = _pads(op, "pad_before", pad_before, n)
+    after = _pads(op, "pad_after", pad_after, n) if pad_after is not None else before
+    shape = const_tuple(data.shape)
+    if mode not in ("edge", "reflect", "wrap"):
+        raise error(op, "mode", mode, "'edge', 'reflect' or 'wrap'")
+    if mode == "reflect" and any(max(b, a) >= s for b, a, s in zip(before, after, shape)):
+        raise error(op, "pad_before/pad_after", (before, after),
+                    f"pads smaller than the dimensions {shape} for mode 'reflect'")
+    out = tuple(s + b + a for s, b, a in zip(shape, before, after))
+
+    def index(x, b, s):
+        r = x - b
+        if mode == "edge":
+            return _op.min_(_op.max_(r, 0), s - 1)
+        if mode == "wrap":
+            return _op.floormod(r, s)
+        r = _op.max_(r, 0 - r)                        # |r|: reflect the front
+        far = s - 1 - r
+        return s - 1 - _op.max_(far, 0 - far)          # reflect the back
+
+    def f(*i):
+        return data(*[x if b == 0 and a == 0 else index(x, b, s)
+                      for x, b, a, s in zip(i, before, after, shape)])
+    return make(out, f, name=name, tag=_tag.INJECTIVE)

@@ -80,16 +80,30 @@ def schedule_conv2d_nchw_from_existing(s, anchor, outs):
     # 8 accumulator vectors: 4 channels x 2 rows x 1 vector measured best (each
     # broadcast filter tap feeds 2 rows, each input vector 4 channels)
     oh_t = 2 if vecs == 1 and oh % 2 == 0 else 1
-    oc_t = pick_factor(oc, [f for f in (4, 8, 2, 6, 3, 1) if f * oh_t * vecs <= 8])
+    budget = 8
+    if vecs == 1 and 2 * ow_t <= lanes and oh <= 7 and lanes >= 16:
+        # a narrow map on 32 vector registers: every row of it at once, so each
+        # broadcast filter tap feeds oh FMAs (28 accumulators for 4 channels x 7 rows)
+        oh_t, budget = oh, 28
+    prefer = (8, 4, 2, 6, 3, 1) if oh_t == 1 and vecs == 1 else (4, 8, 2, 6, 3, 1)
+    oc_t = pick_factor(oc, [f for f in prefer if f * oh_t * vecs <= budget])
     st = s[out]
     b, f, y, x = st.op.axis
     fo, fi = st.split(f, factor=oc_t)
     yo, yi = st.split(y, factor=oh_t)
     xo, xi = st.split(x, factor=ow_t)
-    st.reorder(b, yo, fo, xo, fi, yi, xi)
+    rows = yo.dom.extent.value
+    # few row tiles split unevenly over the cores (7 rows on 2 cores idle one an eighth
+    # of the time): then the channel blocks are the parallel loop
+    by_channel = n < 2 * num_cores() and rows < 8 * num_cores() and \
+        fo.dom.extent.value >= 4 * rows
+    st.reorder(b, fo, yo, xo, fi, yi, xi) if by_channel else \
+        st.reorder(b, yo, fo, xo, fi, yi, xi)
     if n >= 2 * num_cores():
         st.parallel(b)
-    elif yo.dom.extent.value > 1:
+    elif by_channel:
+        st.parallel(fo)
+    elif rows > 1:
         st.parallel(yo)
     st.vectorize(xi)
     s[acc].compute_at(st, xo)
@@ -101,7 +115,7 @@ def schedule_conv2d_nchw_from_existing(s, anchor, outs):
     a.unroll(af)
     a.unroll(ay)
     a.vectorize(ax)
-    if pads and n == 1 and yo.dom.extent.value > 1:
+    if pads and n == 1 and rows > 1 and not by_channel:
         attach_pad(s, pads[0], st, yo)     # the input rows of one row tile, per thread
     else:
         _root_pad(s, pads)

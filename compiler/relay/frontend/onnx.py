@@ -1,0 +1,193 @@
+"""``relay.frontend.from_onnx``: an ONNX model (opsets 13-21) as a relay module.
+
+    mod, params = relay.frontend.from_onnx(onnx.load("model.onnx"),
+                                           shape={"data": (1, 3, 224, 224)})
+
+The graph is walked once in ONNX's (topological) node order.  Each value name maps to
+a relay expression, typed as it is made (``type_new``), so converters read shapes.
+Values known at import time -- initializers, Constant nodes, and everything computed
+from them only, shape subgraphs included (Shape -> Gather -> Concat -> Reshape) -- are
+evaluated at once with the operators' numpy references and become Constants; shape-like
+inputs (a Reshape's shape, Slice's starts, Pad's pads, Resize's sizes, ...) must be such
+values, since shapes are static.  With ``freeze_params=False`` initializers that stay
+data inputs of the graph become parameters (``params``); with True (TVM's default) they
+are constants of the module and ``params`` is empty.
+
+Invariants: nothing in the model is executed except its graph (no custom ops, no
+functions, no external data); every failure is an ONNXImportError naming the node (or
+input) and the value; unsupported operators are reported all together.  The ``onnx``
+package is imported only here, and only when ``from_onnx`` runs.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..analysis import free_vars
+from ..evaluate import evaluate
+from ..expr import Constant, Function, Tuple, Var
+from ..module import IRModule
+from ..transform.infer_type import type_new
+from ..ty import TensorType
+from .common import OnnxContext, ONNXImportError
+from .onnx_ops import CONVERTERS, NO_FOLD
+
+__all__ = ["from_onnx", "ONNXImportError", "ONNX_DTYPES"]
+
+# TensorProto element types this compiler has (bfloat16, float8, int4 ... it has not).
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+               7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32",
+               13: "uint64"}
+
+
+def _onnx():
+    try:
+        import onnx  # the optional extra, needed only here
+    except ImportError:
+        raise ONNXImportError("from_onnx needs the 'onnx' package: install the extra with "
+                              "pip install 'tensor-autosched[onnx]'") from None
+    return onnx
+
+
+def _load(onnx, model):
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            return onnx.load(os.fspath(model))
+        except Exception as e:     # protobuf's DecodeError and OS errors alike
+            raise ONNXImportError(f"from_onnx: {os.fspath(model)!r} is not a readable ONNX "
+                                  f"model ({type(e).__name__}: {e})") from None
+    if type(model).__name__ != "ModelProto":
+        raise ONNXImportError(f"from_onnx: expected an onnx.ModelProto or a path, got "
+                              f"{type(model).__name__}")
+    return model
+
+
+def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=True):
+    """``(IRModule, params)`` of an ONNX model (TVM's signature; ``dtype`` is the default
+    for inputs whose element type the model leaves open)."""
+    onnx = _onnx()
+    model = _load(onnx, model)
+    graph = model.graph
+    if opset is None:
+        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                    default=13)
+    _check_supported(graph)
+    ctx = OnnxContext(onnx, opset)
+    _add_initializers(ctx, onnx, graph, freeze_params)
+    inputs = _add_inputs(ctx, graph, dict(shape or {}), dtype)
+    for node in graph.node:
+        _convert(ctx, node)
+    outs = []
+    for o in graph.output:
+        if o.name not in ctx.exprs:
+            raise ONNXImportError(f"graph output {o.name!r} is not produced by any node")
+        outs.append(ctx.exprs[o.name])
+    body = outs[0] if len(outs) == 1 else Tuple(outs)
+    free = set(free_vars(body))
+    used = [v for v in ctx.param_vars if v in free]
+    params = {v.name_hint: ctx.param_values[v.name_hint] for v in used}
+    fn = Function(inputs + used, body)
+    return IRModule.from_expr(fn), params
+
+
+def _check_supported(graph) -> None:
+    bad: dict = {}
+    for k, node in enumerate(graph.node):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in CONVERTERS:
+            label = node.op_type if node.domain in ("", "ai.onnx") else \
+                f"{node.domain}.{node.op_type}"
+            bad.setdefault(label, []).append(node.name or f"#{k}")
+    if bad:
+        listing = "; ".join(f"{op} (nodes {', '.join(names)})" for op, names in sorted(bad.items()))
+        raise ONNXImportError(f"from_onnx: {len(bad)} unsupported operator type(s): {listing}")
+
+
+def _add_initializers(ctx, onnx, graph, freeze: bool) -> None:
+    for t in graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            raise ONNXImportError(f"initializer {t.name!r} keeps its data in an external "
+                                  "file; load the model with its external data first")
+        value = ctx.to_array(t, f"initializer {t.name!r}")
+        ctx.values[t.name] = value
+        if freeze:
+            ctx.exprs[t.name] = Constant(value)
+        else:
+            v = Var(t.name, TensorType(value.shape, str(value.dtype)))
+            ctx.exprs[t.name] = v
+            ctx.param_vars.append(v)
+            ctx.param_values[t.name] = value
+
+
+def _add_inputs(ctx, graph, shapes: dict, default_dtype: str) -> list:
+    out = []
+    known = {t.name for t in graph.initializer}
+    for inp in graph.input:
+        if inp.name in known:
+            continue
+        tt = inp.type.tensor_type
+        elem = tt.elem_type
+        dtype = ONNX_DTYPES.get(elem, None) if elem else default_dtype
+        if dtype is None:
+            raise ONNXImportError(f"graph input {inp.name!r} has element type "
+                                  f"{ctx.onnx.TensorProto.DataType.Name(elem)}, which this "
+                                  "compiler does not have")
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        shape = _input_shape(inp.name, dims, shapes.get(inp.name), tt.HasField("shape"))
+        v = Var(inp.name, TensorType(shape, dtype))
+        ctx.exprs[inp.name] = v
+        out.append(v)
+    unknown = set(shapes) - {v.name_hint for v in out}
+    if unknown:
+        raise ONNXImportError(f"from_onnx: shape given for {sorted(unknown)}, which are not "
+                              f"graph inputs; inputs are {[v.name_hint for v in out]}")
+    return out
+
+
+def _input_shape(name: str, dims: list, given, has_shape: bool) -> tuple:
+    if given is not None:
+        given = tuple(int(d) for d in given)
+        if has_shape and (len(given) != len(dims) or any(
+                d is not None and d != g for d, g in zip(dims, given))):
+            model = tuple("?" if d is None else d for d in dims)
+            raise ONNXImportError(f"graph input {name!r}: shape {given} contradicts the "
+                                  f"model's {model}")
+        return given
+    if not has_shape or any(d is None for d in dims):
+        shown = "unknown" if not has_shape else \
+            str(tuple("?" if d is None else d for d in dims))
+        raise ONNXImportError(f"graph input {name!r} has shape {shown}; give it with "
+                              f"shape={{{name!r}: (...)}}")
+    return tuple(dims)
+
+
+def _convert(ctx, node) -> None:
+    ins = [None if not n else ctx.lookup(n, node) for n in node.input]
+    attrs = ctx.attributes(node)
+    static = all(n == "" or n in ctx.values for n in node.input) and \
+        node.op_type not in NO_FOLD
+    if static:
+        ins = [None if not n else Constant(ctx.values[n]) for n in node.input]
+    ctx.node = node
+    try:
+        out = CONVERTERS[node.op_type](ctx, ins, attrs)
+    except ONNXImportError:
+        raise
+    except Exception as e:          # a relay error from a converter: name the node
+        raise ONNXImportError(f"{ctx.where()}: {type(e).__name__}: {e}") from None
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    names = [n for n in node.output]
+    for k, name in enumerate(names):
+        if not name:
+            continue
+        if k >= len(outs) or outs[k] is None:
+            raise ONNXImportError(f"{ctx.where()}: output {k} ({name!r}) is not supported")
+        expr = type_new(outs[k])
+        if static and not isinstance(expr, Constant):
+            value = np.asarray(evaluate(Function([], expr), []))
+            t = expr.checked_type
+            value = value.astype(t.dtype).reshape(t.shape)
+            expr = Constant(value)
+        if isinstance(expr, Constant):
+            ctx.values[name] = expr.data
+        ctx.exprs[name] = expr
