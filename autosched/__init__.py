@@ -8,6 +8,7 @@ from records import load_records, save_records
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
+from .dispatch import ApplyHistoryBest, DispatchContext
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
 from .measure.builder import BuildCutoff, LocalBuilder
 from .measure.dask import ClusterError, DaskBuilder, DaskRunner
@@ -20,11 +21,23 @@ from .measure.measurer import (
     RecordToFile,
 )
 from .measure.runner import LocalRunner, RunCutoff
+from .relay_integration import extract_tasks
 from .search.policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
+from .task_scheduler import (
+    LogEstimatedLatency,
+    PrintTableInfo,
+    TaskScheduler,
+    TaskSchedulerCallback,
+)
 from .tuning import TuneStats, TuningOptions
-from .workload import make_workload_key, register_workload, workload_key_to_tensors
+from .workload import (
+    make_workload_key,
+    register_workload,
+    register_workload_tensors,
+    workload_key_to_tensors,
+)
 
 
 def load_best_record(log_file: str, workload_key: str, target=None):
@@ -39,4 +52,6 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "BuildCutoff", "LocalRunner", "RunCutoff", "DaskBuilder", "DaskRunner", "ClusterError",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
-           "AutoSchedError", "InvalidStepError", "WorkloadError"]
+           "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
+           "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
+           "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency"]

@@ -1,6 +1,8 @@
 """The ``tune`` console script and its end-of-run summary.
 
     tune [WORKLOAD] [--args 512 512 512] --trials N --log FILE [--target T] [--seed S]
+    tune --network resnet-18 --trials N [--log FILE]     (a whole model: cli_network)
+    tune model.onnx --shape data:1,3,224,224 --trials N
 
 WORKLOAD is a built-in name (see ``tune --list``) or ``module:function`` of a user
 function returning tensors (it is registered as a workload).  Without a workload it tunes
@@ -22,6 +24,7 @@ import numpy as np
 from compiler import build, te, topi
 
 from . import catalog
+from .cli_network import run_network
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
 from .errors import AutoSchedError
@@ -29,6 +32,7 @@ from .measure.builder import LocalBuilder
 from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .measure.measurer import RecordToFile
 from .measure.runner import LocalRunner
+from .network import ZOO
 from .search.policy import SketchPolicy
 from .task import SearchTask
 from .tuning import TuningOptions, best_state
@@ -47,7 +51,8 @@ def parse_args(argv):
     p.add_argument("--target", default="llvm")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-round", type=int, default=16, help="measurements per round")
-    p.add_argument("--cut-offping", type=int, default=None)
+    p.add_argument("--early-stopping", type=int, default=None,
+                   help="stop after this many trials without improvement")
     p.add_argument("--runner-number", type=int, default=3)
     p.add_argument("--runner-repeat", type=int, default=1)
     p.add_argument("--min-repeat-ms", type=int, default=0)
@@ -59,6 +64,13 @@ def parse_args(argv):
     p.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="build and measure on a dask.distributed cluster, e.g. "
                         "tcp://host:8786 (workers need --resources measure=1)")
+    p.add_argument("--network", default=None,
+                   help=f"tune a whole model from the zoo ({', '.join(sorted(ZOO))}); an "
+                        ".onnx file is given as the workload")
+    p.add_argument("--shape", action="append", default=None, metavar="NAME:D1,D2,...",
+                   help="input shape of an ONNX model (repeatable)")
+    p.add_argument("--strategy", choices=("gradient", "round-robin"), default="gradient",
+                   help="how the TaskScheduler shares trials between a model's tasks")
     p.add_argument("--list", action="store_true", help="list built-in workloads and exit")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args(argv)
@@ -213,7 +225,10 @@ def main(argv=None) -> int:
         for name in sorted(catalog.BUILTIN):
             e = catalog.BUILTIN[name]
             print(f"{name:18s} args={list(e.default_args)}  {e.doc}")
+        print("networks (--network): " + ", ".join(sorted(ZOO)))
         return 0
+    if ns.network or ns.workload.endswith(".onnx"):
+        return run_network(ns, make_measurers)
     try:
         fname, args = resolve_workload(ns.workload, ns.args)
         task = SearchTask(func=fname, args=args, target=ns.target)

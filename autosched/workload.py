@@ -3,6 +3,11 @@
 A workload key is ``json.dumps([func_name, *args])`` (as TVM's auto-scheduler), so a key
 alone recreates the computation in any process that imported the registering module.
 Arguments must be JSON values (ints, floats, strings, lists); tuples become lists.
+
+Fused groups of a relay model have no function: their key is
+``json.dumps([sha256(DAG text)[:16], *shapes])`` (``compiler.relay.backend.dispatch``) and
+``register_workload_tensors`` maps it to the group's tensors in this process, as TVM's
+``register_workload_tensors`` does; ``workload_key_to_tensors`` looks there first.
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ from compiler.te.tensor import Tensor
 from .errors import WorkloadError
 
 WORKLOAD_FUNCS: dict = {}
+# workload key -> tensors, for DAG-keyed workloads (fused groups of relay models)
+WORKLOAD_TENSORS: dict = {}
 
 
 def register_workload(func_or_name=None, f=None, override: bool = False):
@@ -70,8 +77,20 @@ def decode_workload_key(key: str) -> tuple:
     return obj[0], obj[1:]
 
 
+def register_workload_tensors(key: str, tensors) -> str:
+    """Remember ``tensors`` as the computation of ``key`` (a DAG-hash key); returns it."""
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+        raise WorkloadError(f"register_workload_tensors({key!r}): expected a non-empty list of "
+                            f"tensors, got {tensors!r:.200}")
+    WORKLOAD_TENSORS[key] = tensors
+    return key
+
+
 def workload_key_to_tensors(key: str) -> list:
-    """Call the registered function of ``key`` and return its tensors."""
+    """The tensors of ``key``: registered tensors, else the registered function's."""
+    if key in WORKLOAD_TENSORS:
+        return list(WORKLOAD_TENSORS[key])
     name, args = decode_workload_key(key)
     fn = WORKLOAD_FUNCS.get(name)
     if fn is None:

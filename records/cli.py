@@ -12,6 +12,7 @@ Invariants:
 import argparse
 import csv
 import json
+import os
 import sys
 
 from records.analysis import best_records, compare, curve, error_names, summarize
@@ -47,17 +48,55 @@ def _load_flops(path) -> dict:
     return table
 
 
+def _task_table(args) -> dict:
+    """``key -> {"name", "flops", "weight"}`` from ``--tasks-json`` or the sidecar file
+    ``LOG.tasks.json`` that ``tune --network`` writes beside a network log."""
+    path = args.tasks_json or args.log + ".tasks.json"
+    if not args.tasks_json and not os.path.exists(path):
+        return {}
+    table = _load_flops(path)
+    for key, entry in table.items():
+        if not isinstance(entry, dict):
+            raise RecordError(f"task entry of {key!r} is {entry!r}, expected an object with "
+                              "name, flops and weight", path=path)
+    return table
+
+
 def cmd_summary(args) -> int:
     flops = _load_flops(args.flops_json) if args.flops_json else None
+    tasks = _task_table(args)
+    if tasks and flops is None:
+        flops = {k: e.get("flops") for k, e in tasks.items()}
     rows = []
+    total, complete, seen = 0.0, True, set()
     for s in summarize(_read(args.log), flops):
+        seen.add(s.workload_key)
         errors = str(s.error_count) + (f" ({error_names(s)})" if s.errors else "")
         gf = s.best_gflops
-        rows.append([s.workload_key, "; ".join(s.targets), s.trials, errors, _ms(s.best_cost),
-                     "-" if s.best_trial is None else s.best_trial,
-                     "-" if gf is None else f"{gf:.2f}"])
+        row = [s.workload_key, "; ".join(s.targets), s.trials, errors, _ms(s.best_cost),
+               "-" if s.best_trial is None else s.best_trial,
+               "-" if gf is None else f"{gf:.2f}"]
+        if tasks:
+            entry = tasks.get(s.workload_key, {})
+            weight = entry.get("weight")
+            row[0] = entry.get("name", s.workload_key)
+            row += ["-" if weight is None else weight,
+                    "-" if weight is None or s.best_cost is None else
+                    _ms(weight * s.best_cost)]
+            if weight is None or s.best_cost is None:
+                complete = False
+            else:
+                total += weight * s.best_cost
+        rows.append(row)
     headers = ["workload", "target", "trials", "errors", "best (ms)", "at trial", "GFLOPS"]
-    print(format_table(headers, rows, align="llrlrrr"))
+    if tasks:
+        headers = ["task"] + headers[1:] + ["weight", "weighted (ms)"]
+    print(format_table(headers, rows, align="llrlrrrrr" if tasks else "llrlrrr"))
+    if tasks:
+        complete = complete and set(tasks) <= seen
+        estimate = f"{_ms(total)} ms" if complete else "unknown (a task has no valid record)"
+        print(f"estimated end-to-end latency (sum of weight x best): {estimate} over "
+              f"{len(tasks)} tasks")
     return 0
 
 
@@ -137,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("log")
     p.add_argument("--flops-json", metavar="FILE",
                    help="JSON object mapping workload keys to flop counts")
+    p.add_argument("--tasks-json", metavar="FILE",
+                   help="tasks of a network log: key -> {name, flops, weight} (default: "
+                        "LOG.tasks.json when it exists, as tune --network writes it)")
     p.set_defaults(func=cmd_summary)
     p = sub.add_parser("best", help="distill: keep the best record per workload and target")
     p.add_argument("log")

@@ -56,6 +56,34 @@ def test_summary_table(capsys, log, tmp_path):
     assert f"warning: skipped bad line: {log}:5: invalid JSON" in err
 
 
+def test_summary_groups_a_network_log_by_task(capsys, log, tmp_path):
+    sidecar = pathlib.Path(str(log) + ".tasks.json")
+    sidecar.write_text(json.dumps({MM: {"name": "fused_nn_dense", "flops": 2 * 64 ** 3,
+                                        "weight": 3},
+                                   CONV: {"name": "fused_nn_conv2d", "flops": 1e6,
+                                          "weight": 2}}))
+    code, out, _ = run(capsys, "summary", log)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["task", "target", "trials", "errors", "best", "(ms)", "at",
+                                "trial", "GFLOPS", "weight", "weighted", "(ms)"]
+    assert lines[2].split()[0] == "fused_nn_dense" and lines[2].split()[-2:] == ["3",
+                                                                                 "6.0000"]
+    assert lines[3].split()[-2:] == ["2", "20.0000"]
+    assert lines[-1] == ("estimated end-to-end latency (sum of weight x best): 26.0000 ms "
+                         "over 2 tasks")
+    # a task of the table without a valid record: no estimate
+    table = json.loads(sidecar.read_text())
+    table['["other"]'] = {"name": "fused_nn_dense_1", "flops": 1.0, "weight": 1}
+    other = tmp_path / "tasks.json"
+    other.write_text(json.dumps(table))
+    code, out, _ = run(capsys, "summary", log, "--tasks-json", other)
+    assert out.splitlines()[-1].endswith("unknown (a task has no valid record) over 3 tasks")
+    other.write_text(json.dumps({MM: 5}))
+    code, _, err = run(capsys, "summary", log, "--tasks-json", other)
+    assert code == 2 and "task entry of" in err and "expected an object with name" in err
+
+
 def test_summary_bad_flops_file_exits_2(capsys, log, tmp_path):
     flops = tmp_path / "flops.json"
     flops.write_text("[1, 2]")

@@ -10,9 +10,12 @@ Invariants:
   be shared.  The server has only imported this package (``_PRELOAD``), never compiled
   or run anything, so a new worker is ready in ~6 ms instead of the ~0.5 s a spawned
   one needs to import it; a worker killed for a timeout or a crash is replaced at once.
-  As with spawn, each worker re-imports the user's main module (so workloads registered
-  there exist in the workers): tuning scripts need the ``if __name__ == "__main__":``
-  guard.  The preload list is process-wide (``set_forkserver_preload``);
+  Unlike multiprocessing's default, a worker never imports the user's main module
+  (``_main_hidden``): TVM's tutorials call ``task.tune`` at module level with no
+  ``if __name__ == "__main__":`` guard, and re-running that script in every worker would
+  start tuning recursively.  Jobs carry everything they need (tasks are pickled whole,
+  functions are module-level).  The preload list is process-wide
+  (``set_forkserver_preload``);
 - a pool of our own (one Pipe per worker) rather than loky/concurrent.futures: only it
   can kill the one worker whose job hangs, and a round trip costs ~0.09 ms instead of
   ~0.47 ms (measured on the 2-core dev machine);
@@ -36,9 +39,12 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
+import types
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +70,22 @@ class JobOutcome:
     status: str
     value: Any
     seconds: float
+
+
+@contextmanager
+def _main_hidden():
+    """While starting a worker, ``__main__`` is an empty module: multiprocessing then
+    sends no main module for the child to re-import (its preparation data names the main
+    module only when it has a ``__spec__`` or a ``__file__``)."""
+    saved = sys.modules.get("__main__")
+    blank = types.ModuleType("__main__")
+    blank.__spec__ = None
+    sys.modules["__main__"] = blank
+    try:
+        yield
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _serve(conn) -> None:
@@ -120,7 +142,14 @@ class _Worker:
     def start(self, startup_timeout: float) -> None:
         parent_end, child_end = _CTX.Pipe(duplex=True)
         self.proc = _CTX.Process(target=_serve, args=(child_end,), name=self.name, daemon=True)
-        self.proc.start()
+        try:
+            with _main_hidden():
+                self.proc.start()
+        except BaseException:
+            child_end.close()
+            parent_end.close()
+            self.proc = None
+            raise
         child_end.close()                 # so the child's death reads as EOF here
         self.conn = parent_end
         self.state, self.job, self.jobs_done = "starting", None, 0
@@ -157,10 +186,10 @@ class _Worker:
         return JobOutcome(status, value, seconds)
 
     def kill(self) -> None:
-        if self.proc is not None:
-            if self.proc.pid is not None:      # a process that never started has none
-                self.proc.kill()
-                self.proc.join(5)
+        if self.proc is not None and self.proc.pid is not None:
+            self.proc.kill()                   # a process that never started has no pid
+            self.proc.join(5)
+        if self.conn is not None:
             self.conn.close()
         self.proc = self.conn = None
         self.state, self.job, self.deadline = "stopped", None, math.inf

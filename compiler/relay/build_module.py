@@ -100,7 +100,10 @@ def _build(fused: IRModule, tgt: Target, use_providers: bool) -> GraphExecutorFa
     stats = {"kernels": len(plan.kernels), "groups": len(plan.calls),
              "tuned_groups": cache.tuned, "fallback_groups": cache.fallback,
              "opt_level": PassContext.current().opt_level}
-    return GraphExecutorFactoryModule(graph_json, lib, plan.params, layout, tgt, stats)
+    factory = GraphExecutorFactoryModule(graph_json, lib, plan.params, layout, tgt, stats)
+    factory.lowered_funcs = {k.name: k.func for k in plan.kernels}
+    factory.kernel_keys = {k.name: (k.key, k.tuned) for k in plan.kernels}
+    return factory
 
 
 def _evaluate_constants(fn: Function) -> list:

@@ -31,6 +31,11 @@ class GraphExecutorFactoryModule:
         self.params = {k: np.asarray(v) for k, v in params.items()}
         self.target = target
         self.stats = dict(stats or {})     # build statistics (kernels, tuned/fallback groups)
+        # kernel name -> lowered PrimFunc, for review and tests (not exported: a loaded
+        # library has only object code)
+        self.lowered_funcs: dict = {}
+        # kernel name -> (workload key, scheduled by a provider), as the build chose
+        self.kernel_keys: dict = {}
 
     def __getitem__(self, key):
         if key != "default":

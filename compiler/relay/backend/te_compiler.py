@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 
 from ... import topi
 from ...codegen.llvm import codegen_llvm
+from ...errors import CompilerError
 from ...runtime.cache import default_cache
 from ...runtime.compile_pool import compile_many
 from ...runtime.jit import cached_object, compile_ir
@@ -154,14 +156,24 @@ class KernelCache:
         hit = self.by_key.get(te_group.key)
         if hit is not None:
             return hit
+        name = self._unique(group_name(fn))
+        args = te_group.inputs + te_group.outputs
         sch = self._provider_schedule(te_group) if self.use_providers else None
-        tuned = sch is not None
-        if sch is None:
+        func = None
+        if sch is not None:
+            try:
+                func = lower(sch, args, name=name)
+            except CompilerError as err:
+                # a tuned schedule that no longer lowers must not fail the build
+                warnings.warn(f"relay.build: the provided schedule of {name} ({te_group.key}) "
+                              f"does not lower ({type(err).__name__}: {err}); using the "
+                              "default schedule", stacklevel=2)
+        tuned = func is not None
+        if func is None:
             impl = te_group.implementation
             sch = impl.schedule(te_group.outputs) if impl is not None else \
                 topi.generic.schedule_default(te_group.outputs)
-        name = self._unique(group_name(fn))
-        func = lower(sch, te_group.inputs + te_group.outputs, name=name)
+            func = lower(sch, args, name=name)
         impl_name = "" if tuned or te_group.implementation is None else \
             te_group.implementation.name
         kernel = Kernel(name, te_group.key, func, tuned, impl_name)

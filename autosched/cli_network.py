@@ -1,0 +1,152 @@
+"""``tune`` for whole models: extract the tasks, tune them with the TaskScheduler, build
+with the log and report.
+
+    tune --network resnet-18 --trials 2000 --log r18.json
+    tune model.onnx --shape data:1,3,224,224 --trials 2000
+    tune --network resnet-18 --trials 0 --log r18.json      # just build with the log
+
+Running the same command again resumes: the log's records are preloaded (never measured
+again) and the budget counts new trials.  The summary gives the estimated end-to-end
+latency (sum over tasks of weight x best latency) before and after this run, and the
+measured latency of the model built with the default schedules and with the log (and
+onnxruntime's for an ONNX file, when it is installed).  Ctrl-C keeps the log valid and
+prints the command that resumes.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import sys
+import time
+
+import numpy as np
+
+from records import load_records
+
+from .errors import AutoSchedError
+from .measure.measurer import RecordToFile
+from .network import (
+    build_network,
+    load_network,
+    onnxruntime_latency,
+    parse_shapes,
+    time_network,
+)
+from .relay_integration import extract_tasks, write_task_table
+from .task_scheduler import TaskScheduler
+from .tuning import TuningOptions
+
+__all__ = ["run_network"]
+
+
+def _log_name(spec: str) -> str:
+    base = os.path.splitext(os.path.basename(spec))[0]
+    return f"{base}.json"
+
+
+def resume_command(ns, log: str) -> str:
+    parts = ["tune"]
+    parts += ["--network", ns.network] if ns.network else [ns.workload]
+    for s in ns.shape or ():
+        parts += ["--shape", s]
+    parts += ["--trials", str(ns.trials), "--log", log, "--target", ns.target,
+              "--seed", str(ns.seed), "--model", ns.model, "--strategy", ns.strategy]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _ms(seconds) -> str:
+    return "-" if seconds is None or not math.isfinite(seconds) or seconds >= 1e9 else \
+        f"{seconds * 1e3:.3f} ms"
+
+
+def _estimate(tasks, weights, best: list) -> float:
+    """Sum of weight x best latency; inf while a task has no valid measurement."""
+    if any(not math.isfinite(c) or c >= 1e9 for c in best):
+        return math.inf
+    return float(sum(w * c for w, c in zip(weights, best)))
+
+
+def log_best_costs(tasks, log: str) -> list:
+    """Each task's best mean cost in ``log`` (inf without a valid record)."""
+    best = {t.workload_key: math.inf for t in tasks}
+    for rec in load_records(log, on_error=lambda err: None):
+        if rec.is_valid and rec.workload_key in best:
+            best[rec.workload_key] = min(best[rec.workload_key], rec.mean_cost)
+    return [best[t.workload_key] for t in tasks]
+
+
+def run_network(ns, make_measurers) -> int:
+    """The network mode of ``tune`` (``ns`` from ``cli.parse_args``)."""
+    spec = ns.network or ns.workload
+    try:
+        net = load_network(spec, shapes=parse_shapes(ns.shape))
+        tasks, weights = extract_tasks(net.mod, net.params, ns.target)
+    except (AutoSchedError, ValueError, TypeError, OSError) as err:
+        print(f"tune: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - importer errors (RelayError, ONNX) end here
+        print(f"tune: error: cannot load {spec}: {type(err).__name__}: {err}",
+              file=sys.stderr)
+        return 2
+    log = ns.log or _log_name(spec)
+    if not ns.quiet:
+        print(f"Network {spec}: {len(tasks)} tuning tasks ({sum(weights)} fused groups), "
+              f"{ns.trials} new trials, log {log}")
+    before = after = math.inf
+    if ns.trials > 0 and tasks:
+        code, before, after = _tune(ns, tasks, weights, log, make_measurers)
+        if code:
+            return code
+    return _report(ns, net, log, before, after)
+
+
+def _tune(ns, tasks, weights, log, make_measurers):
+    builder, runner = make_measurers(ns)
+    resume = os.path.exists(log)
+    write_task_table(tasks, weights, log + ".tasks.json")
+    sched = TaskScheduler(tasks, weights, strategy=ns.strategy,
+                          load_log_file=log if resume else None, seed=ns.seed,
+                          callbacks=[] if ns.quiet else None)
+    before = _estimate(tasks, weights, log_best_costs(tasks, log)) if resume else math.inf
+    opts = TuningOptions(num_measure_trials=ns.trials, num_measures_per_round=ns.per_round,
+                         early_stopping=ns.early_stopping, verbose=0, builder=builder,
+                         runner=runner, measure_callbacks=[RecordToFile(log)])
+    policy = "sketch.random" if ns.model == "random" else "default"
+    t0 = time.perf_counter()
+    try:
+        sched.tune(opts, search_policy=policy)
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. Every finished measurement is in {log}.\nResume with:\n  "
+              f"{resume_command(ns, log)}", file=sys.stderr)
+        return 130, before, math.inf
+    after = _estimate(tasks, weights, list(sched.best_costs))
+    if not ns.quiet:
+        print(f"Tuned {sched.ct} trials in {time.perf_counter() - t0:.1f} s; estimated "
+              f"latency {_ms(before)} -> {_ms(after)}")
+    return 0, before, after
+
+
+def _report(ns, net, log, before, after) -> int:
+    default_lib = build_network(net, ns.target)
+    default_s, ref = time_network(default_lib, net)
+    if not os.path.exists(log):
+        print(f"Default schedules: {_ms(default_s)} (no log {log} to build with)")
+        return 0
+    tuned_lib = build_network(net, ns.target, log)
+    tuned_s, outs = time_network(tuned_lib, net)
+    err = max(float(np.max(np.abs(o - r)) / (np.max(np.abs(r)) + 1e-30))
+              for o, r in zip(outs, ref))
+    st = tuned_lib.stats
+    print(f"Built with {log}: {st['tuned_groups']} tuned kernels, {st['fallback_groups']} "
+          f"default (no record); max relative difference from the default build {err:.2e}")
+    print(f"Measured end-to-end: default schedules {_ms(default_s)}, tuned {_ms(tuned_s)} "
+          f"-> {default_s / tuned_s:.2f}x")
+    if math.isfinite(after):
+        print(f"Estimated (sum of weight x best task latency): before {_ms(before)}, "
+              f"after {_ms(after)}")
+    ort = onnxruntime_latency(net)
+    if ort is not None:
+        print(f"onnxruntime (2 threads): {_ms(ort[0])} -> tuned is {ort[0] / tuned_s:.2f}x "
+              "onnxruntime's speed")
+    return 0

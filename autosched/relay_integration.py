@@ -1,0 +1,105 @@
+"""Task extraction from relay models (TVM's ``auto_scheduler.extract_tasks``).
+
+``extract_tasks(mod, params, target)`` runs the relay pipeline up to FuseOps -- the very
+pipeline ``relay.build`` runs -- and turns every fused group anchored by a tunable op
+(conv2d, dense, batch_matmul, ...) into a ``SearchTask`` whose ComputeDAG is the whole
+group, epilogue included.  Identical groups share one task; how often a group is called
+is the task's weight.
+
+Invariants: a task's workload key is the key the build computes for the same group
+(``compiler.relay.backend.dispatch.workload_key``: a hash of the DAG's canonical text plus
+the shapes), so records written while tuning are found by ``ApplyHistoryBest`` in any
+later process; the tensors of every extracted key are registered in this process
+(``register_workload_tensors``) so ``SearchTask(workload_key=key)`` works too; tasks are
+returned in the order their groups first appear in the model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+
+from compiler import relay
+from compiler.relay.backend.te_compiler import group_name, lower_to_te
+from compiler.relay.expr import Call, Function
+from compiler.relay.functor import post_order
+from compiler.target import parse_target
+from compiler.transform import PassContext
+
+from .compute_dag import ComputeDAG
+from .errors import AutoSchedError
+from .task import HardwareParams, SearchTask
+from .workload import register_workload_tensors
+
+__all__ = ["extract_tasks", "fused_groups", "write_task_table"]
+
+
+def fused_groups(mod, params=None, opt_level: int = 3) -> list:
+    """The primitive functions ``relay.build`` would lower, one per call, in call order."""
+    config = {"relay.backend.use_auto_scheduler": True}
+    with PassContext(opt_level=opt_level, config=config):
+        fused = relay.optimize(mod, params)
+    return [node.op for node in post_order(fused["main"].body, into_functions=False)
+            if isinstance(node, Call) and isinstance(node.op, Function)]
+
+
+def extract_tasks(mod, params=None, target="llvm", target_host=None,
+                  hardware_params: HardwareParams | None = None,
+                  include_simple_tasks: bool = False, opt_level: int = 3):
+    """``(tasks, task_weights)`` for the tunable fused groups of ``mod``.
+
+    ``mod`` is an IRModule or a relay Function; ``params`` are bound as constants first,
+    as ``relay.build`` does.  ``include_simple_tasks`` also makes tasks of groups without
+    a tunable op (elementwise, pooling, ...).  ``target_host`` is accepted for TVM's
+    signature (the host is the target).
+    """
+    if isinstance(mod, Function):
+        mod = relay.IRModule.from_expr(mod)
+    if not isinstance(mod, relay.IRModule):
+        raise AutoSchedError(f"extract_tasks: expected an IRModule or a relay Function, got "
+                             f"{type(mod).__name__}")
+    tgt = parse_target(target)
+    hw = hardware_params or HardwareParams.for_target(tgt)
+    tasks: dict = {}
+    weights: dict = {}
+    for fn in fused_groups(mod, params, opt_level):
+        group = lower_to_te(fn, tgt)
+        if not (group.tunable or include_simple_tasks):
+            continue
+        if group.key in weights:
+            weights[group.key] += 1
+            continue
+        tensors = group.inputs + group.outputs
+        try:
+            dag = ComputeDAG(tensors)
+        except AutoSchedError as err:
+            warnings.warn(f"extract_tasks: fused group {group_name(fn)} is not a tuning task "
+                          f"({err}); it keeps its default schedule", stacklevel=2)
+            continue
+        register_workload_tensors(group.key, tensors)
+        tasks[group.key] = SearchTask(workload_key=group.key, compute_dag=dag, target=tgt,
+                                      hardware_params=hw, desc=group_name(fn))
+        weights[group.key] = 1
+    keys = list(tasks)
+    return [tasks[k] for k in keys], [weights[k] for k in keys]
+
+
+def write_task_table(tasks, task_weights, path: str) -> str:
+    """Write ``{workload key: {"name", "flops", "weight"}}`` to ``path`` atomically: the
+    table ``records summary`` reads beside a network log (``LOG.tasks.json``) to show
+    tasks by name and weight and the estimated end-to-end latency."""
+    table = {t.workload_key: {"name": t.desc or t.workload_key,
+                              "flops": float(t.compute_dag.flop_ct), "weight": int(w)}
+             for t, w in zip(tasks, task_weights)}
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tasks.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(table, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

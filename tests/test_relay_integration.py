@@ -1,0 +1,220 @@
+"""Graph-level tuning glue: extract_tasks and ApplyHistoryBest as relay.build's provider.
+
+The records here are made by sampling states from the tasks' own sketches (no timing),
+so the tests check the dispatch itself: a tuned schedule is used (the kernel's TIR
+differs from the default one) and still computes what the interpreter computes;
+missing, stale and foreign-target records fall back, counted, without an exception.
+"""
+import json
+import logging
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import autosched as auto
+import compiler
+from autosched.search.init_rules import sample_state
+from autosched.search.sketch_rules import generate_sketches
+from autosched.steps import serialize
+from compiler import relay
+from compiler.contrib import graph_executor
+from compiler.relay import testing
+from records import Record, save_records
+
+USE_AUTO = {"relay.backend.use_auto_scheduler": True}
+
+
+def small_net():
+    """conv2d+bias+relu -> global pool -> dense+bias: two tunable groups."""
+    rng = np.random.default_rng(3)
+    data = relay.var("data", shape=(1, 8, 10, 10))
+    w = relay.const(rng.standard_normal((16, 8, 3, 3)).astype("float32"))
+    b = relay.const(rng.standard_normal(16).astype("float32"))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(data, w, padding=(1, 1)), b))
+    y = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y))
+    wd = relay.const(rng.standard_normal((10, 16)).astype("float32"))
+    out = relay.nn.dense(y, wd)
+    return relay.IRModule.from_expr(relay.Function(relay.analysis.free_vars(out), out))
+
+
+def sampled_record(task, cost=1e-4, seed=0, target=None) -> Record:
+    rng = random.Random(seed)
+    sketches = generate_sketches(task.compute_dag.init_state(), task.hardware_params.num_cores)
+    for _ in range(50):
+        try:
+            state = sample_state(rng.choice(sketches), rng, task.hardware_params.num_cores)
+            break
+        except auto.InvalidStepError:
+            continue
+    inp = auto.MeasureInput(task, state)
+    res = auto.MeasureResult([cost], 0, "", 0.1, 1.0)
+    rec = serialize.encode_record(inp, res)
+    if target is not None:
+        rec = Record(rec.input.__class__(rec.input.workload_key, target,
+                                         rec.input.hardware_params, steps=rec.input.steps),
+                     rec.result)
+    return rec
+
+
+def build(mod, params=None, ctx=None):
+    with compiler.transform.PassContext(opt_level=3, config=USE_AUTO):
+        if ctx is None:
+            return relay.build(mod, "llvm", params=params)
+        with ctx:
+            return relay.build(mod, "llvm", params=params)
+
+
+def run(lib, x):
+    m = graph_executor.GraphModule(lib["default"](compiler.cpu(0)))
+    m.set_input("data", x)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+def interp(mod, x, params=None):
+    return relay.create_executor("debug", mod=mod, params=params).evaluate()(data=x).numpy()
+
+
+# ---------------------------------------------------------------- extraction
+def test_extract_mlp_tasks_and_weights():
+    mod, params = testing.mlp.get_workload(batch_size=1)
+    tasks, weights = auto.extract_tasks(mod, params, "llvm")
+    assert len(tasks) == 3 and weights == [1, 1, 1]
+    assert [t.desc for t in tasks] == ["fused_nn_dense_nn_bias_add_nn_relu"] * 2 + \
+        ["fused_nn_dense_nn_bias_add"]
+    key = json.loads(tasks[0].workload_key)
+    assert len(key[0]) == 16 and key[1:] == [[1, 784], [128, 784], [128], [1, 128]]
+    # the epilogue is part of the task's DAG
+    assert "T_relu" in str(tasks[0].compute_dag) or "max(" in str(tasks[0].compute_dag)
+    # registered: a task can be made from the key alone
+    again = auto.SearchTask(workload_key=tasks[1].workload_key, target="llvm")
+    assert str(again.compute_dag) == str(tasks[1].compute_dag)
+
+
+def test_extract_resnet18_dedupes_identical_groups():
+    mod, params = testing.resnet.get_workload(num_layers=18, batch_size=1)
+    tasks, weights = auto.extract_tasks(mod, params, "llvm")
+    # 20 convolutions and one dense; repeated blocks share a task
+    assert len(tasks) == 16 and sum(weights) == 21
+    assert sorted(weights, reverse=True)[:5] == [2, 2, 2, 2, 2]
+    assert len({t.workload_key for t in tasks}) == 16
+    assert all(t.desc.startswith(("fused_nn_conv2d", "fused_nn_dense")) for t in tasks)
+
+
+def test_include_simple_tasks_adds_untunable_groups():
+    tasks, _ = auto.extract_tasks(small_net(), None, "llvm")
+    more, _ = auto.extract_tasks(small_net(), None, "llvm", include_simple_tasks=True)
+    assert len(tasks) == 2 and len(more) > len(tasks)
+
+
+def test_workload_keys_are_stable_across_processes():
+    tasks, _ = auto.extract_tasks(testing.mlp.get_workload(batch_size=1)[0], None, "llvm")
+    code = ("import autosched as a; from compiler.relay import testing as t; "
+            "print([x.workload_key for x in a.extract_tasks(t.mlp.get_workload(batch_size=1)[0],"
+            " None, 'llvm')[0]])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert out.strip() == str([t.workload_key for t in tasks])
+
+
+def test_extract_rejects_non_modules():
+    with pytest.raises(auto.AutoSchedError, match="expected an IRModule or a relay Function"):
+        auto.extract_tasks("resnet", None, "llvm")
+
+
+# ---------------------------------------------------------------- dispatch
+@pytest.fixture(scope="module")
+def net():
+    mod = small_net()
+    tasks, _ = auto.extract_tasks(mod, None, "llvm")
+    x = np.random.default_rng(0).standard_normal((1, 8, 10, 10)).astype("float32")
+    return mod, tasks, x, interp(mod, x)
+
+
+def test_dispatch_uses_the_tuned_schedule(net, tmp_path):
+    mod, tasks, x, expected = net
+    log = tmp_path / "net.json"
+    save_records(log, [sampled_record(t, seed=k) for k, t in enumerate(tasks)])
+    default = build(mod)
+    with auto.ApplyHistoryBest(str(log)) as ctx:
+        assert auto.DispatchContext.current is ctx
+        tuned = build(mod)
+    assert auto.DispatchContext.current is None
+    assert tuned.stats["tuned_groups"] == 2 and tuned.stats["fallback_groups"] == 0
+    assert ctx.hits == 2
+    tuned_keys = {key for key, was_tuned in tuned.kernel_keys.values() if was_tuned}
+    assert tuned_keys == {t.workload_key for t in tasks}
+    for name, (_key, was_tuned) in tuned.kernel_keys.items():
+        if was_tuned:
+            assert str(tuned.lowered_funcs[name]) != str(default.lowered_funcs[name])
+    np.testing.assert_allclose(run(tuned, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_missing_records_fall_back_and_are_counted(net, tmp_path, caplog):
+    mod, tasks, x, expected = net
+    log = tmp_path / "one.json"
+    save_records(log, [sampled_record(tasks[0])])
+    with caplog.at_level(logging.WARNING, logger="compiler.relay"):
+        lib = build(mod, ctx=auto.ApplyHistoryBest(str(log)))
+    assert lib.stats["tuned_groups"] == 1 and lib.stats["fallback_groups"] == 1
+    assert "Cannot find tuned schedules for 1 of 2 tunable groups" in caplog.text
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_stale_record_falls_back_to_the_next_one(net, tmp_path):
+    mod, tasks, x, expected = net
+    good = sampled_record(tasks[0], cost=2e-4)
+    stale = Record(good.input.__class__(good.input.workload_key, good.input.target,
+                                        good.input.hardware_params,
+                                        steps=(("SP", 99, 0, 8, (2,), 1),)),
+                   good.result.__class__((1e-5,), 0, 0.1, 1.0))
+    log = tmp_path / "stale.json"
+    save_records(log, [good, stale])
+    ctx = auto.ApplyHistoryBest(str(log))
+    with pytest.warns(UserWarning, match="no longer applies"):
+        lib = build(mod, ctx=ctx)
+    assert ctx.stale == 1 and lib.stats["tuned_groups"] == 1
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+    # only the stale record: the group falls back, no exception
+    save_records(log, [stale], append=False)
+    with pytest.warns(UserWarning, match="no longer applies"):
+        lib = build(mod, ctx=auto.ApplyHistoryBest(str(log)))
+    assert lib.stats["tuned_groups"] == 0 and lib.stats["fallback_groups"] == 2
+
+
+def test_nested_contexts_innermost_first(net, tmp_path):
+    mod, tasks, x, expected = net
+    outer_log, inner_log = tmp_path / "outer.json", tmp_path / "inner.json"
+    save_records(outer_log, [sampled_record(t, seed=1) for t in tasks])
+    save_records(inner_log, [sampled_record(tasks[1], seed=5)])
+    outer, inner = auto.ApplyHistoryBest(str(outer_log)), auto.ApplyHistoryBest(str(inner_log))
+    with outer:
+        lib = build(mod, ctx=inner)
+        assert auto.DispatchContext.current is outer
+    assert inner.hits == 1 and outer.hits == 1     # the outer one served only the other group
+    assert lib.stats["tuned_groups"] == 2
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_records_of_a_compatible_target_apply(net):
+    _mod, tasks, _x, _expected = net
+    tvm_style = sampled_record(tasks[0], target="llvm -keys=cpu -num-cores=8")
+    foreign = sampled_record(tasks[1], target="llvm -keys=cpu -mcpu=not-this-cpu")
+    ctx = auto.ApplyHistoryBest([tvm_style, foreign])
+    assert len(ctx.candidates("llvm", tasks[0].workload_key)) == 1
+    assert ctx.candidates("llvm", tasks[1].workload_key) == []
+    assert auto.ApplyHistoryBest([tvm_style], include_compatible=False).candidates(
+        "llvm", tasks[0].workload_key) == []
+
+
+def test_without_the_pass_config_providers_are_ignored(net, tmp_path):
+    mod, tasks, _x, _expected = net
+    log = tmp_path / "net.json"
+    save_records(log, [sampled_record(t) for t in tasks])
+    with auto.ApplyHistoryBest(str(log)) as ctx:
+        with compiler.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, "llvm")
+    assert ctx.queries == 0 and lib.stats["tuned_groups"] == 0

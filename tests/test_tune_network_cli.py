@@ -1,0 +1,93 @@
+"""``tune`` for whole models: tune the MLP briefly, build with the log, resume, errors.
+
+Also: a tuning script written as TVM's tutorials are (``task.tune`` at module level, no
+``if __name__ == "__main__":`` guard) runs, because workers never import ``__main__``.
+"""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autosched import cli
+from records import load_records
+
+
+def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
+    log = tmp_path / "mlp.json"
+    argv = ["--network", "mlp", "--trials", "6", "--per-round", "2", "--log", str(log),
+            "--quiet"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    first = list(load_records(log))
+    assert len(first) == 6
+    assert len({r.workload_key for r in first}) == 3        # every task had a round
+    assert "Built with" in out and "3 tuned kernels, 0 default" in out
+    assert "Measured end-to-end: default schedules" in out
+    table = json.loads((tmp_path / "mlp.json.tasks.json").read_text())
+    assert sorted(e["weight"] for e in table.values()) == [1, 1, 1]
+    # resume: the same command adds new trials and measures no state twice
+    assert cli.main(argv) == 0
+    again = list(load_records(log))
+    assert len(again) == 12
+    steps = [(r.workload_key, r.input.steps) for r in again]
+    assert len(set(steps)) == len(steps)
+    capsys.readouterr()
+    # --trials 0: just build with the log and report
+    assert cli.main(["--network", "mlp", "--trials", "0", "--log", str(log), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "3 tuned kernels" in out and len(list(load_records(log))) == 12
+
+
+def test_tune_network_errors(tmp_path, capsys):
+    assert cli.main(["--network", "alexnet", "--trials", "1"]) == 2
+    assert "unknown network 'alexnet'" in capsys.readouterr().err
+    assert cli.main(["missing.onnx", "--trials", "1"]) == 2
+    assert "ONNX file 'missing.onnx' does not exist" in capsys.readouterr().err
+    assert cli.main(["--network", "mlp", "--shape", "data", "--trials", "0"]) == 2
+    assert "--shape 'data': expected NAME:D1,D2,..." in capsys.readouterr().err
+
+
+def test_tutorial_style_script_needs_no_main_guard(tmp_path):
+    script = tmp_path / "tutorial.py"
+    log = tmp_path / "mm.json"
+    script.write_text(textwrap.dedent(f"""
+        import autosched as auto
+        from compiler import te
+
+        @auto.register_workload
+        def tiny_matmul(n):
+            A = te.placeholder((n, n), name="A")
+            B = te.placeholder((n, n), name="B")
+            k = te.reduce_axis((0, n), name="k")
+            C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+            return [A, B, C]
+
+        print("module body ran", flush=True)
+        task = auto.SearchTask(func=tiny_matmul, args=(32,), target="llvm")
+        task.tune(auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4,
+                                     verbose=0,
+                                     measure_callbacks=[auto.RecordToFile({str(log)!r})]))
+        sch, args = task.apply_best({str(log)!r})
+        print("tuned", flush=True)
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the body ran once: workers did not re-run the user's script
+    assert proc.stdout.count("module body ran") == 1 and "tuned" in proc.stdout
+    assert len(list(load_records(log))) == 4
+
+
+@pytest.mark.slow
+def test_tune_onnx_file(tmp_path, capsys):
+    onnx_models = pytest.importorskip("compiler.relay.testing.onnx_models")
+    model, _inputs = onnx_models.MODELS["mlp"]()
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(model.SerializeToString())
+    log = tmp_path / "m.json"
+    assert cli.main([str(path), "--trials", "4", "--per-round", "2", "--log", str(log),
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "onnxruntime (2 threads)" in out
