@@ -3,9 +3,11 @@
 Planted kernels: one that segfaults, one that runs far past the timeout and one slow
 enough to be in flight when a worker is killed.
 """
+import contextlib
 import json
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -43,13 +45,37 @@ def _chain(log2_len):
     return [X, te.compute((1,), lambda i: te.sum(X[0] * 1.0001, axis=[k1, k2]), name="Y")]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+@contextlib.contextmanager
+def _local_cluster(n_workers=2):
+    """A LocalCluster of worker processes offering ``measure``, and a Client on it."""
+    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                   resources={"measure": 1}, host="127.0.0.1",
                                   dashboard_address=":0") as c:
         with distributed.Client(c) as client:
+            client.wait_for_workers(n_workers, timeout=60)
             yield c, client
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The shared cluster: tests using it must leave every worker alive (a test that
+    kills one makes its own cluster: a killed worker's address stays listed by the
+    scheduler for a while, and a later ``client.run`` on it hangs for 30 s)."""
+    with _local_cluster() as c:
+        yield c
+
+
+def _wait_for_replacement(client, gone, n_workers, timeout=60.0):
+    """Wait until ``gone`` has left the scheduler's worker list and ``n_workers`` are
+    running again; return their addresses."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        running = sorted(w for w, s in info.items() if s["status"] == "running")
+        if gone not in info and len(running) == n_workers:
+            return running
+        assert time.monotonic() < deadline, (gone, sorted(info))
+        time.sleep(0.1)
 
 
 def _inputs(name, args, n=1):
@@ -94,25 +120,32 @@ def test_planted_crash_and_hang_become_error_codes_and_workers_live(cluster):
     assert runner.run(ok, builder.build(ok))[0].is_valid
 
 
-def test_a_worker_killed_mid_batch_costs_only_a_retry(cluster):
-    _, client = cluster
-    builder, runner = DaskBuilder(client), DaskRunner(client, timeout=20)
-    inputs = _inputs("dask_test_chain", (27,), n=6)      # ~0.4 s each, 3 per worker
-    built = builder.build(inputs)
-    pids = client.run(os.getpid)
-    victim = sorted(pids)[0]
-    t0 = time.monotonic()
+def test_a_worker_killed_mid_batch_costs_only_a_retry():
+    # Its own cluster: the shared one must keep both workers alive for the other tests.
+    with _local_cluster() as (_, client):
+        builder, runner = DaskBuilder(client), DaskRunner(client, timeout=20)
+        inputs = _inputs("dask_test_chain", (27,), n=6)      # ~0.4 s each, 3 per worker
+        built = builder.build(inputs)
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[0]
+        killed_at = []
+        t0 = time.monotonic()
 
-    def kill_soon():
-        time.sleep(0.6)
-        os.kill(pids[victim], signal.SIGKILL)
+        def kill_soon():
+            time.sleep(0.6)
+            killed_at.append(time.monotonic())
+            os.kill(pids[victim], signal.SIGKILL)
 
-    import threading
-    threading.Thread(target=kill_soon, daemon=True).start()
-    results = runner.run(inputs, built)
-    assert all(r.is_valid for r in results), [r.error_msg for r in results]
-    assert time.monotonic() - t0 < 60
-    client.wait_for_workers(2, timeout=60)     # the nanny restarted the worker
+        threading.Thread(target=kill_soon, daemon=True).start()
+        results = runner.run(inputs, built)
+        finished_at = time.monotonic()
+        assert all(r.is_valid for r in results), [r.error_msg for r in results]
+        assert finished_at - t0 < 60
+        assert killed_at and killed_at[0] < finished_at     # the kill landed mid-batch
+        assert sum(s["count"] for s in runner.per_worker.values()) == 6
+        # the nanny restarted the worker, at a new address
+        workers = _wait_for_replacement(client, victim, 2)
+        assert victim not in workers
 
 
 def test_a_worker_that_cannot_run_the_target_refuses_and_another_measures(cluster):

@@ -5,7 +5,7 @@ multipliers, odd spatial sizes, ceil_mode, count_include_pad, fused bias + relu.
 """
 import numpy as np
 import pytest
-from test_topi_common import expect_error, rand, verify
+from topi_helpers import expect_error, rand, verify
 
 from compiler import lower, te, topi
 

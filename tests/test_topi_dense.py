@@ -6,7 +6,7 @@ combination and batch broadcasting.
 """
 import numpy as np
 import pytest
-from test_topi_common import expect_error, rand, verify
+from topi_helpers import expect_error, rand, verify
 
 from compiler import lower, te, topi
 

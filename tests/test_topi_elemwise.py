@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from test_topi_common import expect_error, rand, verify
+from topi_helpers import expect_error, rand, verify
 
 from compiler import te, topi
 

@@ -5,7 +5,7 @@ reductions (both schedule paths), SIMD-divisible and odd extents, ties in argmax
 """
 import numpy as np
 import pytest
-from test_topi_common import expect_error, rand, verify
+from topi_helpers import expect_error, rand, verify
 
 from compiler import te, topi
 

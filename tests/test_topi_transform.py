@@ -2,7 +2,7 @@
 layout_transform, pad/dilate and image.resize2d vs numpy."""
 import numpy as np
 import pytest
-from test_topi_common import expect_error, rand, verify
+from topi_helpers import expect_error, rand, verify
 
 from compiler import te, topi
 
