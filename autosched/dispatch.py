@@ -14,19 +14,23 @@ group as a fallback).
 Invariants: reading a log never executes anything from it (records are data; steps are
 decoded by the step registry); a record that no longer replays (the workload changed,
 or a step is invalid) is skipped with a warning and the next best is tried, never an
-exception; targets match by kind and CPU (``-num-cores`` and ``-keys`` may differ, as in
-TVM logs), records of the exact target string first; the best ``top_k`` valid records
-per key are kept, so memory stays bounded for big logs.
+exception; when the log has a task table with the default schedules' costs
+(``LOG.tasks.json``), records slower than the default are not used, so a build with the
+log is never slower than one without it; targets match by kind and CPU (``-num-cores``
+and ``-keys`` may differ, as in TVM logs), records of the exact target string first;
+the best ``top_k`` valid records per key are kept, so memory stays bounded for big logs.
 """
 from __future__ import annotations
 
 import heapq
+import json
+import math
 import os
 import warnings
 
 from compiler.relay.backend.dispatch import pop_provider, push_provider
-from compiler.target import Target, parse_target
-from records import Record, load_records
+from compiler.target import parse_target
+from records import Record, load_records, target_matches
 
 from .compute_dag import ComputeDAG
 from .steps import serialize
@@ -58,32 +62,39 @@ class DispatchContext:
         pop_provider(self)
 
 
-def _target_fields(text: str) -> tuple:
-    """(kind, mcpu or None) of a target string; unknown options are ignored, as a TVM log
-    may carry ``-keys`` or options this compiler does not know."""
-    words = text.split()
-    kind = words[0] if words else ""
-    mcpu = next((w.partition("=")[2] for w in words[1:] if w.startswith("-mcpu=")), None)
-    return kind, mcpu
-
-
-def target_compatible(record_target: str, target: Target) -> bool:
-    """Whether a record made for ``record_target`` may serve a build for ``target``."""
-    kind, mcpu = _target_fields(record_target)
-    return kind == target.kind and (mcpu is None or mcpu == target.mcpu)
+def read_default_costs(path: str) -> dict:
+    """``{workload key: default schedule seconds}`` from a network log's task table
+    (``LOG.tasks.json``, written by ``tune --network``); {} when absent or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    if isinstance(table, dict):
+        for key, entry in table.items():
+            cost = entry.get("default_cost") if isinstance(entry, dict) else None
+            if isinstance(cost, (int, float)) and math.isfinite(cost) and cost > 0:
+                out[key] = float(cost)
+    return out
 
 
 class ApplyHistoryBest(DispatchContext):
     """The best records of one or more logs (paths) or of an iterable of Records."""
 
-    def __init__(self, records, n_lines: int | None = None, include_compatible: bool = True):
+    def __init__(self, records, n_lines: int | None = None, include_compatible: bool = True,
+                 default_floor: bool = True):
         self.include_compatible = include_compatible
         self._best: dict = {}          # workload key -> heap of (-cost, n, Record), top k
         self._n = 0
-        self.queries = self.hits = self.stale = 0
+        self.queries = self.hits = self.stale = self.default_faster = 0
+        # workload key -> seconds of the default schedule, from LOG.tasks.json
+        self.default_costs: dict = {}
         sources = [records] if isinstance(records, (str, os.PathLike, Record)) else records
         for src in sources:
             if isinstance(src, (str, os.PathLike)):
+                if default_floor:
+                    self.default_costs.update(read_default_costs(os.fspath(src) + ".tasks.json"))
                 self._load(load_records(src), n_lines)
             elif isinstance(src, Record):
                 self._add(src)
@@ -125,13 +136,25 @@ class ApplyHistoryBest(DispatchContext):
         exact = [r for r in recs if r.target.split() == text]
         if not self.include_compatible:
             return exact
-        other = [r for r in recs if r.target.split() != text and target_compatible(r.target, tgt)]
+        other = [r for r in recs if r.target.split() != text
+                 and target_matches(r.target, str(tgt), "compatible")]
         return sorted(exact + other, key=lambda r: r.mean_cost)
+
+    def _beats_default(self, workload_key: str, recs: list) -> list:
+        """The records faster than the default schedule (all of them when its cost is
+        unknown): a build with the log must never be slower than one without it."""
+        floor = self.default_costs.get(workload_key)
+        if floor is None or not recs:
+            return recs
+        kept = [r for r in recs if r.mean_cost < floor]
+        if not kept:
+            self.default_faster += 1
+        return kept
 
     def query(self, target, workload_key: str, tensors):
         """The schedule of the best replayable record for ``workload_key``, or None."""
         self.queries += 1
-        recs = self.candidates(target, workload_key)
+        recs = self._beats_default(workload_key, self.candidates(target, workload_key))
         if not recs:
             return None
         dag = ComputeDAG(list(tensors))

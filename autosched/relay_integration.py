@@ -15,12 +15,14 @@ returned in the order their groups first appear in the model.
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import tempfile
 import warnings
 
-from compiler import relay
+from compiler import relay, topi
 from compiler.relay.backend.te_compiler import group_name, lower_to_te
 from compiler.relay.expr import Call, Function
 from compiler.relay.functor import post_order
@@ -28,6 +30,7 @@ from compiler.target import parse_target
 from compiler.transform import PassContext
 
 from .compute_dag import ComputeDAG
+from .defaults import register_default_schedule
 from .errors import AutoSchedError
 from .task import HardwareParams, SearchTask
 from .workload import register_workload_tensors
@@ -42,6 +45,14 @@ def fused_groups(mod, params=None, opt_level: int = 3) -> list:
         fused = relay.optimize(mod, params)
     return [node.op for node in post_order(fused["main"].body, into_functions=False)
             if isinstance(node, Call) and isinstance(node.op, Function)]
+
+
+def _default_schedule(group):
+    """``(schedule, tensors)`` the build uses for ``group`` when no record applies."""
+    impl = group.implementation
+    sch = impl.schedule(group.outputs) if impl is not None else \
+        topi.generic.schedule_default(group.outputs)
+    return sch, group.inputs + group.outputs
 
 
 def extract_tasks(mod, params=None, target="llvm", target_host=None,
@@ -78,6 +89,7 @@ def extract_tasks(mod, params=None, target="llvm", target_host=None,
                           f"({err}); it keeps its default schedule", stacklevel=2)
             continue
         register_workload_tensors(group.key, tensors)
+        register_default_schedule(group.key, functools.partial(_default_schedule, group))
         tasks[group.key] = SearchTask(workload_key=group.key, compute_dag=dag, target=tgt,
                                       hardware_params=hw, desc=group_name(fn))
         weights[group.key] = 1
@@ -85,13 +97,18 @@ def extract_tasks(mod, params=None, target="llvm", target_host=None,
     return [tasks[k] for k in keys], [weights[k] for k in keys]
 
 
-def write_task_table(tasks, task_weights, path: str) -> str:
-    """Write ``{workload key: {"name", "flops", "weight"}}`` to ``path`` atomically: the
-    table ``records summary`` reads beside a network log (``LOG.tasks.json``) to show
-    tasks by name and weight and the estimated end-to-end latency."""
+def write_task_table(tasks, task_weights, path: str, default_costs=None) -> str:
+    """Write ``{workload key: {"name", "flops", "weight"[, "default_cost"]}}`` to ``path``
+    atomically: the table ``records summary`` reads beside a network log
+    (``LOG.tasks.json``) to show tasks by name and weight and the estimated end-to-end
+    latency, and ``ApplyHistoryBest`` reads to skip records slower than the default
+    schedule (``default_cost``, seconds, when measured)."""
     table = {t.workload_key: {"name": t.desc or t.workload_key,
                               "flops": float(t.compute_dag.flop_ct), "weight": int(w)}
              for t, w in zip(tasks, task_weights)}
+    for t, cost in zip(tasks, default_costs or ()):
+        if math.isfinite(cost):
+            table[t.workload_key]["default_cost"] = float(cost)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tasks.", suffix=".tmp")
     try:

@@ -24,7 +24,12 @@ Invariants:
   (workload key and target) and their states are preloaded into fresh SketchPolicies, so
   nothing is measured twice; a restored task skips the warm-up.  Unlike
   ``tuning.tune``, an existing ``RecordToFile`` log is reused only when asked (as TVM).
-- builder and runner are closed when ``tune`` returns, whatever happened.
+- builder and runner are closed when ``tune`` returns, whatever happened;
+- tasks with a registered default schedule (``autosched.defaults``; every task from
+  ``extract_tasks``) have it timed once by the tuner's runner before the first round:
+  ``default_costs``, reported beside the bests; the estimated latency counts the better
+  of the two per task (what a build with the log runs), while the gradient follows the
+  tuned costs alone (a task still slower than its default has the most to gain).
 Callbacks (progress table, latency log) live in ``task_scheduler_callbacks``.
 """
 from __future__ import annotations
@@ -40,11 +45,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from records import load_records
+from records import load_records, target_matches
 
 from .checks import check_fields, check_number
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
+from .defaults import measure_default_costs
 from .measure.dask import ClusterError
 from .measure.measurer import ProgramMeasurer, RecordToFile
 from .search.policy import SearchParams, SketchPolicy
@@ -179,6 +185,7 @@ class TaskScheduler:
         self.task_trials = [0] * n           # trials of each task (restored ones included)
         self.task_costs_history: list = [[] for _ in range(n)]
         self.best_costs = [UNTUNED] * n
+        self.default_costs = [math.inf] * n  # measured once at the start of ``tune``
         self.cur_score = self._score(self.best_costs)
         self.dead_tasks: set = set()
         self.history: list = []              # (trials, estimated latency s) after each round
@@ -209,9 +216,17 @@ class TaskScheduler:
         return float(self.objective_func(list(costs)))
 
     @property
+    def effective_costs(self) -> list:
+        """Per task, what a build with the log runs: the better of the best tuned cost
+        and the default schedule's (``autosched.defaults``; inf when unknown)."""
+        return [min(b, d) for b, d in zip(self.best_costs, self.default_costs)]
+
+    @property
     def estimated_latency(self) -> float:
-        """The objective in seconds, or inf while a task has no valid measurement."""
-        return self.cur_score if all(c < UNTUNED / 10 for c in self.best_costs) else math.inf
+        """The objective over ``effective_costs`` in seconds, or inf while a task has
+        neither a valid measurement nor a default cost."""
+        costs = self.effective_costs
+        return self._score(costs) if all(c < UNTUNED / 10 for c in costs) else math.inf
 
     # ------------------------------------------------------------------ tuning
     def tune(self, tune_option: TuningOptions, search_policy="default",
@@ -247,6 +262,8 @@ class TaskScheduler:
         try:
             self.measurer = ProgramMeasurer(builder, runner, tune_option.measure_callbacks,
                                             verbose=tune_option.verbose)
+            if not any(math.isfinite(d) for d in self.default_costs):
+                self.default_costs = measure_default_costs(self.tasks, runner)
             self._run(tune_option)
         finally:
             # builder and runner, even when the measurer refused them (e.g. a bad callback)
@@ -404,10 +421,13 @@ class TaskScheduler:
             return
         index: dict = {}
         for i, t in enumerate(self.tasks):
-            index.setdefault((t.workload_key, str(t.target)), []).append(i)
+            index.setdefault(t.workload_key, []).append(i)
         counts = [0] * len(self.tasks)
         for rec in load_records(log):
-            for i in index.get((rec.input.workload_key, rec.input.target), ()):
+            # same rule as tuning.matching_records, which preload() uses below
+            for i in [i for i in index.get(rec.input.workload_key, ())
+                      if target_matches(rec.input.target, str(self.tasks[i].target),
+                                        "compatible")]:
                 counts[i] += 1
                 r = rec.result
                 if r.error_no == 0 and r.costs:

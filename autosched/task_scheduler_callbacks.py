@@ -37,7 +37,8 @@ def _task_name(task, width: int = 40) -> str:
 
 def format_table(ts, last_id: int) -> str:
     """The progress table PrintTableInfo prints."""
-    head = (f"|  ID  | {'Task':40s} | Latency (ms) | Speed (GFLOPS) | Trials | Weight |")
+    head = (f"|  ID  | {'Task':40s} | Latency (ms) | Speed (GFLOPS) | Default (ms) | "
+            "Trials | Weight |")
     rule = "-" * len(head)
     lines = [rule, head, rule]
     for i, task in enumerate(ts.tasks):
@@ -46,8 +47,10 @@ def format_table(ts, last_id: int) -> str:
         lat = f"{best * 1e3:.3f}" if ok else "-"
         speed = f"{ts.flop_cts[i] / best / 1e9:.2f}" if ok else "-"
         dead = "*" if i in ts.dead_tasks else " "
+        d = ts.default_costs[i]
+        default = f"{d * 1e3:.3f}" if math.isfinite(d) else "-"
         lines.append(f"| {i:4d}{dead}| {_task_name(task):40s} | {lat:>12s} | {speed:>14s} | "
-                     f"{ts.task_trials[i]:6d} | {ts.task_weights[i]:6g} |")
+                     f"{default:>12s} | {ts.task_trials[i]:6d} | {ts.task_weights[i]:6g} |")
     lines.append(rule)
     est = ts.estimated_latency
     total = f"{est * 1e3:.3f}" if math.isfinite(est) else "-"

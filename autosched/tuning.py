@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from records import load_best_record, load_records
+from records import load_best_record, load_records, target_matches
 
 from .checks import check_fields
 from .errors import AutoSchedError, InvalidStepError
@@ -84,12 +84,14 @@ class TuneStats:
 
 
 def matching_records(log: str, task) -> list:
-    """Records of ``log`` for the task's workload key and target (missing log: none)."""
+    """Records of ``log`` for the task's workload key and a compatible target (same kind
+    and CPU; ``-keys``/``-num-cores`` may differ, as in TVM logs).  Missing log: none."""
     if not log or not os.path.exists(log):
         return []
     target = str(task.target)
     return [r for r in load_records(log)
-            if r.input.workload_key == task.workload_key and r.input.target == target]
+            if r.input.workload_key == task.workload_key
+            and target_matches(r.input.target, target, "compatible")]
 
 
 def preload(policy, log: str) -> int:
@@ -168,7 +170,7 @@ def _close(measurer) -> None:
 
 
 def best_state(task, log: str):
-    rec = load_best_record(log, task.workload_key, str(task.target))
+    rec = load_best_record(log, task.workload_key, str(task.target), target_match="compatible")
     if rec is None:
         raise AutoSchedError(f"no valid record for workload {task.workload_key} on target "
                              f"{task.target} in {log}")

@@ -127,8 +127,8 @@ class RecordReader:
         """Yield ``(line_number, record)`` pairs; line numbers are 1-based."""
         with open(self.path, "rb") as f:
             for lineno, raw in enumerate(f, start=1):
-                if not raw.strip():
-                    continue
+                if not raw.strip() or raw.lstrip().startswith(b"#"):
+                    continue                  # blank and comment lines (TVM logs have them)
                 try:
                     record = _parse_line(raw)
                 except RecordError as err:
@@ -205,7 +205,8 @@ def load_best_record(path, workload_key: str, target: "str | None" = None, *,
     Best is the lowest mean cost among records with ``error_no == 0`` (earliest on ties).
     ``target=None`` accepts any target; otherwise targets are compared with
     ``target_matches(record.target, target, target_match)``: ``"exact"`` (whole string,
-    whitespace-normalized, the default) or ``"kind"`` (first word only, e.g. ``llvm``).
+    whitespace-normalized, the default), ``"kind"`` (first word only, e.g. ``llvm``) or
+    ``"compatible"`` (kind and CPU; see ``records.selection``).
     """
     if target is not None:
         target_matches(target, target, target_match)  # reject a bad mode before reading

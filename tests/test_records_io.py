@@ -20,6 +20,7 @@ from records import (
     load_best_record,
     load_records,
     save_records,
+    target_matches,
 )
 
 KEY = '["matmul", 64, 64, 64]'
@@ -189,3 +190,23 @@ def test_save_records_replace_is_atomic(tmp_path):
         save_records(log, failing(), append=False)
     assert list(load_records(log)) == [rec(0.3)]
     assert sorted(os.listdir(tmp_path)) == ["log.json"]  # no temporary file left
+
+
+def test_compatible_targets_and_comment_lines(tmp_path):
+    assert target_matches("llvm -keys=cpu", "llvm -keys=cpu -mcpu=znver3 -num-cores=2",
+                          "compatible")
+    assert target_matches("llvm -keys=cpu -mcpu=znver3 -num-cores=8",
+                          "llvm -mcpu=znver3 -num-cores=2", "compatible")
+    assert not target_matches("llvm -mcpu=skylake", "llvm -mcpu=znver3", "compatible")
+    assert not target_matches("cuda -keys=gpu", "llvm", "compatible")
+    assert not target_matches("llvm -mattr=+avx2", "llvm -mattr=+avx512f", "compatible")
+    log = tmp_path / "tvm.json"
+    rec = Record(MeasureInputRecord("k", "llvm -keys=cpu", [2, 32, 64, 0, 0, 0, 0, 0]),
+                 MeasureResultRecord([0.5], 0, 1.0, 0))
+    log.write_text("# written by TVM\n" + rec.to_json() + "\n  # another comment\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # comments are skipped silently
+        assert len(list(load_records(log))) == 1
+        assert load_best_record(log, "k", "llvm -mcpu=znver3 -num-cores=2",
+                                target_match="compatible").mean_cost == 0.5
+        assert load_best_record(log, "k", "llvm -mcpu=znver3 -num-cores=2") is None

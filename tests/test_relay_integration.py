@@ -16,9 +16,13 @@ import pytest
 
 import autosched as auto
 import compiler
+from autosched import catalog
+from autosched.defaults import measure_default_costs
+from autosched.relay_integration import write_task_table
 from autosched.search.init_rules import sample_state
 from autosched.search.sketch_rules import generate_sketches
 from autosched.steps import serialize
+from autosched.tuning import matching_records
 from compiler import relay
 from compiler.contrib import graph_executor
 from compiler.relay import testing
@@ -218,3 +222,45 @@ def test_without_the_pass_config_providers_are_ignored(net, tmp_path):
         with compiler.transform.PassContext(opt_level=3):
             lib = relay.build(mod, "llvm")
     assert ctx.queries == 0 and lib.stats["tuned_groups"] == 0
+
+
+# ---------------------------------------------------------------- the default floor
+def test_default_schedules_are_measured_by_the_runner(net):
+    _mod, tasks, _x, _expected = net
+    with auto.LocalRunner() as runner:
+        costs = measure_default_costs(tasks, runner)
+    assert all(0 < c < 1 for c in costs)
+    # a task without a registered default gets no floor
+    assert "matmul" in catalog.BUILTIN
+    plain = auto.SearchTask(func="matmul", args=(8, 8, 8), target="llvm")
+    with auto.LocalRunner() as runner:
+        assert measure_default_costs([plain], runner) == [float("inf")]
+
+
+def test_records_slower_than_the_default_are_not_used(net, tmp_path):
+    mod, tasks, x, expected = net
+    log = tmp_path / "net.json"
+    save_records(log, [sampled_record(t, cost=1e-3) for t in tasks])
+    # the default of task 0 is faster than its record, task 1's is slower
+    write_task_table(tasks, [1, 1], str(log) + ".tasks.json", [1e-4, 1e-2])
+    ctx = auto.ApplyHistoryBest(str(log))
+    assert ctx.default_costs == {tasks[0].workload_key: 1e-4, tasks[1].workload_key: 1e-2}
+    lib = build(mod, ctx=ctx)
+    assert lib.stats["tuned_groups"] == 1 and ctx.default_faster == 1
+    tuned = {key for key, was_tuned in lib.kernel_keys.values() if was_tuned}
+    assert tuned == {tasks[1].workload_key}
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+    # default_floor=False uses every record
+    lib = build(mod, ctx=auto.ApplyHistoryBest(str(log), default_floor=False))
+    assert lib.stats["tuned_groups"] == 2
+    table = json.loads((tmp_path / "net.json.tasks.json").read_text())
+    assert table[tasks[0].workload_key]["default_cost"] == 1e-4
+
+
+def test_apply_best_and_resume_accept_a_tvm_style_target(net, tmp_path):
+    _mod, tasks, _x, _expected = net
+    log = tmp_path / "tvm.json"
+    save_records(log, [sampled_record(tasks[0], target="llvm -keys=cpu -num-cores=8")])
+    sch, args = tasks[0].apply_best(str(log))
+    assert len(args) == len(tasks[0].compute_dag.tensors)
+    assert len(matching_records(str(log), tasks[0])) == 1

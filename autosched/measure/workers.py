@@ -95,7 +95,7 @@ def _serve(conn) -> None:
     while True:
         try:
             msg = conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionResetError):
             return
         except Exception as e:            # the message arrived whole but did not unpickle
             conn.send(("error", f"worker could not unpickle the job: {type(e).__name__}: {e}"))
@@ -109,6 +109,8 @@ def _serve(conn) -> None:
             reply = ("error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
         try:
             conn.send(reply)
+        except (BrokenPipeError, ConnectionResetError):
+            return                        # the parent is gone: end quietly
         except Exception as e:            # the result does not pickle
             conn.send(("error", f"job result could not be sent back: {type(e).__name__}: {e}"))
 

@@ -1,0 +1,71 @@
+"""Default schedules as the floor of tuning: what a task costs without any tuning.
+
+``register_default_schedule(key, make)`` remembers how to schedule a workload the way the
+compiler would without a tuning record (``make() -> (schedule, tensors)``; for a fused
+group of a relay model it is the op strategy's schedule, registered by
+``extract_tasks``).  ``measure_default_costs(tasks, runner)`` builds those schedules here
+and times them with the tuner's own runner, so the default and the candidates are timed
+under the same conditions (and the runner's cut-off learns the default's cost, which
+stops hopeless candidates sooner).
+
+The costs serve three readers: the TaskScheduler reports them beside every best; the
+estimated end-to-end latency counts ``min(best, default)`` per task, because that is
+what a build with the log runs; and ``ApplyHistoryBest`` skips records slower than the
+default when the log's task table (``LOG.tasks.json``) carries ``default_cost``.
+
+Invariants: a default measurement is never written to a log (its state would replay as
+the naive, un-transformed schedule); a task without a registered default, or whose
+default fails to build or run, gets ``inf`` and no floor.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import compiler
+
+from .measure.measurer import BuildResult, MeasureErrorNo, MeasureInput
+
+__all__ = ["register_default_schedule", "has_default_schedule", "measure_default_costs"]
+
+_DEFAULTS: dict = {}     # workload key -> make() -> (te Schedule, tensors)
+
+
+def register_default_schedule(workload_key: str, make: Callable) -> None:
+    if not callable(make):
+        raise TypeError(f"register_default_schedule({workload_key!r}): {make!r} is not "
+                        "callable; expected make() -> (schedule, tensors)")
+    _DEFAULTS[workload_key] = make
+
+
+def has_default_schedule(workload_key: str) -> bool:
+    return workload_key in _DEFAULTS
+
+
+def _build_default(task) -> BuildResult:
+    t0 = time.perf_counter()
+    try:
+        sch, args = _DEFAULTS[task.workload_key]()
+        func = compiler.lower(sch, args, name="default_function")
+        obj, metas, _ir = compiler.build_object(func, task.target, cache=None)
+    except Exception as err:  # noqa: BLE001 - a broken default only loses its floor
+        return BuildResult.failed(MeasureErrorNo.COMPILE_HOST,
+                                  f"default schedule: {type(err).__name__}: {err}",
+                                  time.perf_counter() - t0)
+    return BuildResult(obj, tuple(metas), MeasureErrorNo.NO_ERROR, "",
+                       time.perf_counter() - t0)
+
+
+def measure_default_costs(tasks, runner) -> list:
+    """Mean seconds of each task's default schedule (inf when it has none or fails)."""
+    todo = [k for k, t in enumerate(tasks) if t.workload_key in _DEFAULTS]
+    costs = [math.inf] * len(tasks)
+    if not todo:
+        return costs
+    inputs = [MeasureInput(tasks[k], tasks[k].compute_dag.init_state()) for k in todo]
+    builds = [_build_default(tasks[k]) for k in todo]
+    for k, res in zip(todo, runner.run(inputs, builds, verbose=0)):
+        if res.is_valid:
+            costs[k] = res.mean_cost
+    return costs
