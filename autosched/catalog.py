@@ -6,12 +6,14 @@ matmul-like ops, a numpy reference the CLI summary compares against.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from compiler import te, topi
 
-from .workload import register_workload
+from .defaults import register_default_schedule_func
+from .workload import WORKLOAD_FUNCS, register_workload
 
 
 @dataclass(frozen=True)
@@ -85,3 +87,13 @@ BUILTIN = {
                                 "schedule_depthwise_conv2d_nchw"),
     "softmax": Builtin((128, 1000), "row softmax", "schedule_softmax"),
 }
+
+
+def _topi_default(name: str, *args):
+    """(topi's x86 schedule, tensors) of a built-in workload: the floor tuning must beat."""
+    tensors = WORKLOAD_FUNCS[name](*args)
+    return getattr(topi.x86, BUILTIN[name].schedule)(tensors[-1]), tensors
+
+
+for _name in BUILTIN:
+    register_default_schedule_func(_name, functools.partial(_topi_default, _name))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import shlex
 import sys
 import time
@@ -121,6 +122,8 @@ class Progress:
             f"{stats.best_cost * 1e3:.4f} ms, "
             f"{self.task.compute_dag.flop_ct / stats.best_cost / 1e9:.1f} GFLOPS")
         bar = "#" * int(20 * done / max(1, self.budget))
+        if math.isfinite(stats.default_cost):
+            best += f" (default {stats.default_cost * 1e3:.4f} ms)"
         sys.stderr.write(f"\r[{bar:<20}] {done}/{self.budget} trials | best {best} | "
                          f"errors {stats.errors} | cut off {stats.cut_off} | "
                          f"ETA {eta:5.0f} s ")
@@ -203,6 +206,9 @@ def print_summary(task, name, args, log, stats, ns) -> int:
     sch, tensors = task.compute_dag.apply_steps_from_state(state)
     arrays = _arrays(tensors, np.random.default_rng(0))
     best = _time(build(sch, tensors, name="best"), arrays)
+    if math.isfinite(stats.default_cost) and stats.best_cost >= stats.default_cost:
+        print(f"Note: no candidate beat the default schedule ({stats.default_cost * 1e3:.4f} ms "
+              "when tuning started); more trials are needed")
     print(f"Best: {best * 1e3:.4f} ms, {flops / best / 1e9:.2f} GFLOPS "
           f"({stats.trials} new trials, {stats.preloaded} from the log, {stats.errors} errors, "
           f"{stats.wall_seconds:.1f} s, search overhead {stats.overhead_share:.0%})")

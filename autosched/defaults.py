@@ -3,7 +3,8 @@
 ``register_default_schedule(key, make)`` remembers how to schedule a workload the way the
 compiler would without a tuning record (``make() -> (schedule, tensors)``; for a fused
 group of a relay model it is the op strategy's schedule, registered by
-``extract_tasks``).  ``measure_default_costs(tasks, runner)`` builds those schedules here
+``extract_tasks``; the built-in catalog registers topi's schedules per workload
+function).  ``measure_default_costs(tasks, runner)`` builds those schedules here
 and times them with the tuner's own runner, so the default and the candidates are timed
 under the same conditions (and the runner's cut-off learns the default's cost, which
 stops hopeless candidates sooner).
@@ -19,34 +20,60 @@ default fails to build or run, gets ``inf`` and no floor.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
 
 import compiler
 
+from .errors import WorkloadError
 from .measure.measurer import BuildResult, MeasureErrorNo, MeasureInput
+from .workload import decode_workload_key
 
-__all__ = ["register_default_schedule", "has_default_schedule", "measure_default_costs"]
+__all__ = ["register_default_schedule", "register_default_schedule_func",
+           "has_default_schedule", "measure_default_costs"]
 
-_DEFAULTS: dict = {}     # workload key -> make() -> (te Schedule, tensors)
+_DEFAULTS: dict = {}       # workload key -> make() -> (te Schedule, tensors)
+_FUNC_DEFAULTS: dict = {}  # workload function name -> make(*args) -> (te Schedule, tensors)
 
 
 def register_default_schedule(workload_key: str, make: Callable) -> None:
+    """The default schedule of one workload key (a fused group of a model)."""
     if not callable(make):
         raise TypeError(f"register_default_schedule({workload_key!r}): {make!r} is not "
                         "callable; expected make() -> (schedule, tensors)")
     _DEFAULTS[workload_key] = make
 
 
+def register_default_schedule_func(func_name: str, make: Callable) -> None:
+    """The default schedule of every key of a registered workload function:
+    ``make(*args) -> (schedule, tensors)`` (the built-in catalog registers topi's)."""
+    if not callable(make):
+        raise TypeError(f"register_default_schedule_func({func_name!r}): {make!r} is not "
+                        "callable; expected make(*args) -> (schedule, tensors)")
+    _FUNC_DEFAULTS[func_name] = make
+
+
+def _maker(workload_key: str):
+    if workload_key in _DEFAULTS:
+        return _DEFAULTS[workload_key]
+    try:
+        name, args = decode_workload_key(workload_key)
+    except WorkloadError:
+        return None
+    make = _FUNC_DEFAULTS.get(name)
+    return None if make is None else functools.partial(make, *args)
+
+
 def has_default_schedule(workload_key: str) -> bool:
-    return workload_key in _DEFAULTS
+    return _maker(workload_key) is not None
 
 
 def _build_default(task) -> BuildResult:
     t0 = time.perf_counter()
     try:
-        sch, args = _DEFAULTS[task.workload_key]()
+        sch, args = _maker(task.workload_key)()
         func = compiler.lower(sch, args, name="default_function")
         obj, metas, _ir = compiler.build_object(func, task.target, cache=None)
     except Exception as err:  # noqa: BLE001 - a broken default only loses its floor
@@ -59,7 +86,7 @@ def _build_default(task) -> BuildResult:
 
 def measure_default_costs(tasks, runner) -> list:
     """Mean seconds of each task's default schedule (inf when it has none or fails)."""
-    todo = [k for k, t in enumerate(tasks) if t.workload_key in _DEFAULTS]
+    todo = [k for k, t in enumerate(tasks) if has_default_schedule(t.workload_key)]
     costs = [math.inf] * len(tasks)
     if not todo:
         return costs

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from records import load_best_record, load_records, target_matches
 
 from .checks import check_fields
+from .defaults import measure_default_costs
 from .errors import AutoSchedError, InvalidStepError
 from .measure.builder import LocalBuilder
 from .measure.dask import ClusterError
@@ -76,6 +77,7 @@ class TuneStats:
     run_seconds: float = 0.0
     search_seconds: float = 0.0
     stop_reason: str = ""         # why tuning ended before the budget, if it did
+    default_cost: float = math.inf  # the default schedule's mean cost (autosched.defaults)
 
     @property
     def overhead_share(self) -> float:
@@ -123,6 +125,12 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     start = time.perf_counter()
     best_at = 0
     try:
+        # the default schedule's cost, timed by the same runner: the floor to beat (and
+        # the runner's cut-off learns it, so hopeless candidates stop sooner)
+        try:
+            stats.default_cost = measure_default_costs([task], measurer.runner)[0]
+        except ClusterError as err:
+            warnings.warn(f"the default schedule was not measured: {err}", stacklevel=2)
         while stats.trials < options.num_measure_trials:
             n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
             try:

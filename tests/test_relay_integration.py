@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 
+import autosched_helpers  # noqa: F401 - registers the steps_test_* workloads
 import numpy as np
 import pytest
 
@@ -230,11 +231,14 @@ def test_default_schedules_are_measured_by_the_runner(net):
     with auto.LocalRunner() as runner:
         costs = measure_default_costs(tasks, runner)
     assert all(0 < c < 1 for c in costs)
-    # a task without a registered default gets no floor
+    # built-in workloads have topi's schedule as their default, by function name
     assert "matmul" in catalog.BUILTIN
-    plain = auto.SearchTask(func="matmul", args=(8, 8, 8), target="llvm")
+    builtin = auto.SearchTask(func="matmul", args=(16, 16, 16), target="llvm")
+    # a task without a registered default gets no floor
+    plain = auto.SearchTask(workload_key='["steps_test_rowsum", 8, 8]', target="llvm")
     with auto.LocalRunner() as runner:
-        assert measure_default_costs([plain], runner) == [float("inf")]
+        got = measure_default_costs([builtin, plain], runner)
+    assert 0 < got[0] < 1 and got[1] == float("inf")
 
 
 def test_records_slower_than_the_default_are_not_used(net, tmp_path):
