@@ -2,13 +2,13 @@
 
     python3 scripts/bench_e2e.py [--models resnet18 bert_layer] [--log tuned.json]
 
-Per model (``onnx_models.MODELS``, seeded weights): import with ``from_onnx``, build at
-opt_level 3 with default schedules (and, with ``--log``, again with the tuning log under
-``ApplyHistoryBest``), check the output against onnxruntime's, then time onnxruntime
-(2 intra-op threads, spinning off so its idle threads do not steal the cores from the
-next measurement) and ours in alternation, ``--rounds`` rounds of ``--number`` runs
-each; each latency is the median over rounds, and the ratio is taken per round (the
-machines are noisy: only side-by-side ratios are meaningful).  Also prints the top 5
+Per model (``relay.testing.onnx_models.MODELS``, seeded weights): import with
+``from_onnx``, build at opt_level 3 with default schedules (and, with ``--log``, again
+with the tuning log under ``ApplyHistoryBest``), check the output against onnxruntime's,
+then time onnxruntime (2 intra-op threads, spinning off so its idle threads do not steal
+the cores from the next measurement) and ours in alternation, ``--rounds`` rounds of
+``--number`` runs each; each latency is the median over rounds, and the ratio is taken
+per round (the machines are noisy: only side-by-side ratios are meaningful).  Also prints the top 5
 kernels by time of the default build.  Writes results/bench_e2e.json.
 """
 from __future__ import annotations
@@ -18,7 +18,6 @@ import json
 import os
 import pathlib
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -28,9 +27,7 @@ import autosched as auto
 import compiler
 from compiler import relay
 from compiler.relay.backend.graph_executor import GraphModule, profile
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import onnx_models  # noqa: E402
+from compiler.relay.testing import onnx_models
 
 
 def _build(mod, params, log=None):

@@ -13,6 +13,7 @@
 """
 import ast
 import pathlib
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -99,6 +100,16 @@ def test_optional_extras_are_imported_only_where_used():
                 if _top(m) in OPTIONAL_EXTRAS and not in_func:
                     bad.append(f"{p.relative_to(ROOT)}:{line} imports {m} at module level")
     assert not bad, bad
+
+
+def test_importing_the_packages_loads_no_optional_extra():
+    """The static check above, confirmed by a fresh interpreter: importing every package
+    (the ONNX frontend included) leaves the extras unloaded."""
+    code = ("import sys, compiler, compiler.relay.frontend, autosched, records; "
+            f"print(sorted(m for m in {OPTIONAL_EXTRAS!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_compiler_never_imports_tuner_or_records():

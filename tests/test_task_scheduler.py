@@ -8,6 +8,7 @@ tiny matmuls for real once, then resumes with a spy builder/runner.
 import math
 import zlib
 
+import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
 
 import autosched as auto
@@ -87,7 +88,8 @@ class Order(auto.TaskSchedulerCallback):
 
 
 def tasks_of(*sizes):
-    return [auto.SearchTask(func="matmul", args=(n, n, n)) for n in sizes]
+    """Tasks without a default schedule (the scripted runners time nothing)."""
+    return [auto.SearchTask(func="steps_test_matmul", args=(n, n, n)) for n in sizes]
 
 
 def options(trials, per_round=4, **kw):
@@ -243,7 +245,7 @@ def test_table_and_latency_log(tmp_path, capsys):
     ts.tune(options(16, verbose=1), [CurvePolicy(t, SLOW) for t in tasks])
     out = capsys.readouterr().out
     assert out.count("Estimated total latency") == 4
-    assert '["matmul", 16, 16, 16]' in out and "Weight" in out
+    assert '["steps_test_matmul", 16, 16, 16]' in out and "Weight" in out
     lines = tsv.read_text().splitlines()
     assert len(lines) == 4 and lines[0].endswith("EstimatedLatency(ms)\tN/A\tTrials\t4")
     fields = lines[-1].split("\t")
@@ -254,7 +256,7 @@ def test_table_and_latency_log(tmp_path, capsys):
 
 
 def test_default_callbacks_and_similarity_tags():
-    a, b, c = (auto.SearchTask(func="matmul", args=(16, 16, 16), desc=d)
+    a, b, c = (auto.SearchTask(func="steps_test_matmul", args=(16, 16, 16), desc=d)
                for d in ("fused_nn_dense_1", "fused_nn_dense_2", ""))
     ts = auto.TaskScheduler([a, b, c])
     assert [type(cb) for cb in ts.callbacks] == [auto.PrintTableInfo]
@@ -318,3 +320,19 @@ def test_custom_objective_drives_the_gradient():
     assert ts.cur_score == max(ts.best_costs) == 1e-3
     # 3 ms * 0.9**k drops below FLAT's 1 ms at its 12th round; then FLAT is the max
     assert order.ids == [0, 1] + [0] * 11 + [1] * 7
+
+
+def test_default_schedules_are_timed_first_and_count_in_the_estimate():
+    """Built-in workloads have topi's schedule as their default: the scheduler times it
+    with its own runner before the first round, and the estimate counts the better of
+    tuned and default per task."""
+    tasks = [auto.SearchTask(func="matmul", args=(16, 16, 16))]
+    spy = Spy()
+    ts = auto.TaskScheduler(tasks, [2], callbacks=[])
+    ts.tune(auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4,
+                               builder=spy, runner=spy), search_policy="sketch.random")
+    assert 1e-3 <= ts.default_costs[0] < 2e-3          # Spy's cost for the init state
+    assert ts.estimated_latency == pytest.approx(2 * min(ts.best_costs[0],
+                                                         ts.default_costs[0]))
+    assert f"{ts.default_costs[0] * 1e3:.3f}" in format_table(ts, 0)
+    assert len(spy.seen) == 4                            # defaults are built here, not by it

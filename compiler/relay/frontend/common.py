@@ -4,7 +4,8 @@
 ``values``: name -> numpy array for the values known at import time), the opset, and
 the node being converted, so every error names it.  Converters read attributes through
 ``attributes(node)`` (bytes become str, tensors numpy arrays) and shape-like inputs
-through ``static(ins, k, what)``.
+through ``static(ins, k, what)``.  The compiler imports the optional ``onnx``
+package only through ``import_onnx()``, when a model is imported or built.
 """
 from __future__ import annotations
 
@@ -13,11 +14,22 @@ import numpy as np
 from ..errors import RelayError
 from ..expr import Constant
 
-__all__ = ["ONNXImportError", "OnnxContext"]
+__all__ = ["ONNXImportError", "OnnxContext", "import_onnx"]
 
 
 class ONNXImportError(RelayError):
     """An ONNX model cannot be imported: unsupported op, bad file, unknown shape, ..."""
+
+
+def import_onnx():
+    """The ``onnx`` package, imported on first use: it is the optional extra ``[onnx]``,
+    so ``import compiler`` must work without it (an ImportError naming the extra)."""
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("relay.frontend.from_onnx needs the 'onnx' package, which is not "
+                          "installed: pip install 'tensor-autosched[onnx]'") from None
+    return onnx
 
 
 class OnnxContext:

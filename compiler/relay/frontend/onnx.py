@@ -16,7 +16,8 @@ are constants of the module and ``params`` is empty.
 Invariants: nothing in the model is executed except its graph (no custom ops, no
 functions, no external data); every failure is an ONNXImportError naming the node (or
 input) and the value; unsupported operators are reported all together.  The ``onnx``
-package is imported only here, and only when ``from_onnx`` runs.
+package (the extra ``[onnx]``) is imported only when ``from_onnx`` runs; without it
+``from_onnx`` raises an ImportError naming the extra.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from ..expr import Constant, Function, Tuple, Var
 from ..module import IRModule
 from ..transform.infer_type import type_new
 from ..ty import TensorType
-from .common import OnnxContext, ONNXImportError
+from .common import OnnxContext, ONNXImportError, import_onnx
 from .onnx_ops import CONVERTERS, NO_FOLD
 
 __all__ = ["from_onnx", "ONNXImportError", "ONNX_DTYPES"]
@@ -41,32 +42,30 @@ ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
                13: "uint64"}
 
 
-def _onnx():
-    try:
-        import onnx  # the optional extra, needed only here
-    except ImportError:
-        raise ONNXImportError("from_onnx needs the 'onnx' package: install the extra with "
-                              "pip install 'tensor-autosched[onnx]'") from None
-    return onnx
-
-
 def _load(onnx, model):
     if isinstance(model, (str, os.PathLike)):
+        what = repr(os.fspath(model))
         try:
-            return onnx.load(os.fspath(model))
+            model = onnx.load(os.fspath(model))
         except Exception as e:     # protobuf's DecodeError and OS errors alike
-            raise ONNXImportError(f"from_onnx: {os.fspath(model)!r} is not a readable ONNX "
-                                  f"model ({type(e).__name__}: {e})") from None
-    if type(model).__name__ != "ModelProto":
+            raise ONNXImportError(f"from_onnx: {what} is not a readable ONNX model "
+                                  f"({type(e).__name__}: {e})") from None
+    elif type(model).__name__ == "ModelProto":
+        what = "the ModelProto"
+    else:
         raise ONNXImportError(f"from_onnx: expected an onnx.ModelProto or a path, got "
                               f"{type(model).__name__}")
+    # protobuf parses an empty file (and some cut ones) as an empty model without error
+    if not model.graph.output:
+        raise ONNXImportError(f"from_onnx: {what} has no graph outputs (an empty or "
+                              "truncated model?)")
     return model
 
 
 def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=True):
     """``(IRModule, params)`` of an ONNX model (TVM's signature; ``dtype`` is the default
     for inputs whose element type the model leaves open)."""
-    onnx = _onnx()
+    onnx = import_onnx()
     model = _load(onnx, model)
     graph = model.graph
     if opset is None:
@@ -125,6 +124,10 @@ def _add_inputs(ctx, graph, shapes: dict, default_dtype: str) -> list:
     for inp in graph.input:
         if inp.name in known:
             continue
+        kind = inp.type.WhichOneof("value")
+        if kind != "tensor_type":          # sequence, map, optional, sparse tensor
+            raise ONNXImportError(f"graph input {inp.name!r} is of type {kind}; this "
+                                  "compiler takes tensor inputs only")
         tt = inp.type.tensor_type
         elem = tt.elem_type
         dtype = ONNX_DTYPES.get(elem, None) if elem else default_dtype
@@ -132,7 +135,9 @@ def _add_inputs(ctx, graph, shapes: dict, default_dtype: str) -> list:
             raise ONNXImportError(f"graph input {inp.name!r} has element type "
                                   f"{ctx.onnx.TensorProto.DataType.Name(elem)}, which this "
                                   "compiler does not have")
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        # a symbolic dimension keeps its name ("N") for the error; an anonymous one is "?"
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                for d in tt.shape.dim]
         shape = _input_shape(inp.name, dims, shapes.get(inp.name), tt.HasField("shape"))
         v = Var(inp.name, TensorType(shape, dtype))
         ctx.exprs[inp.name] = v
@@ -145,20 +150,21 @@ def _add_inputs(ctx, graph, shapes: dict, default_dtype: str) -> list:
 
 
 def _input_shape(name: str, dims: list, given, has_shape: bool) -> tuple:
+    """The shape of graph input ``name``: ``given`` (checked against the model's ``dims``,
+    where a str is a dimension the model leaves open) or the model's own."""
+    model = tuple(dims)
     if given is not None:
         given = tuple(int(d) for d in given)
         if has_shape and (len(given) != len(dims) or any(
-                d is not None and d != g for d, g in zip(dims, given))):
-            model = tuple("?" if d is None else d for d in dims)
+                isinstance(d, int) and d != g for d, g in zip(dims, given))):
             raise ONNXImportError(f"graph input {name!r}: shape {given} contradicts the "
                                   f"model's {model}")
         return given
-    if not has_shape or any(d is None for d in dims):
-        shown = "unknown" if not has_shape else \
-            str(tuple("?" if d is None else d for d in dims))
+    if not has_shape or any(isinstance(d, str) for d in dims):
+        shown = str(model) if has_shape else "unknown"
         raise ONNXImportError(f"graph input {name!r} has shape {shown}; give it with "
                               f"shape={{{name!r}: (...)}}")
-    return tuple(dims)
+    return model
 
 
 def _convert(ctx, node) -> None:
@@ -171,23 +177,33 @@ def _convert(ctx, node) -> None:
     ctx.node = node
     try:
         out = CONVERTERS[node.op_type](ctx, ins, attrs)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        for k, name in enumerate(node.output):
+            if not name:
+                continue
+            if k >= len(outs) or outs[k] is None:
+                raise ctx.error(f"output {k} ({name!r}) is not supported")
+            expr = _typed_output(outs[k], static)
+            if isinstance(expr, Constant):
+                ctx.values[name] = expr.data
+            ctx.exprs[name] = expr
     except ONNXImportError:
         raise
-    except Exception as e:          # a relay error from a converter: name the node
+    except Exception as e:          # a relay error from a converter or typing: name the node
         raise ONNXImportError(f"{ctx.where()}: {type(e).__name__}: {e}") from None
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    names = [n for n in node.output]
-    for k, name in enumerate(names):
-        if not name:
-            continue
-        if k >= len(outs) or outs[k] is None:
-            raise ONNXImportError(f"{ctx.where()}: output {k} ({name!r}) is not supported")
-        expr = type_new(outs[k])
-        if static and not isinstance(expr, Constant):
-            value = np.asarray(evaluate(Function([], expr), []))
-            t = expr.checked_type
-            value = value.astype(t.dtype).reshape(t.shape)
-            expr = Constant(value)
-        if isinstance(expr, Constant):
-            ctx.values[name] = expr.data
-        ctx.exprs[name] = expr
+
+
+def _typed_output(expr, static: bool):
+    """``expr`` typed; a Constant if its value is known now: computed from constants only,
+    or without elements (a 0-sized tensor has no values to compute, and kernels over
+    empty loops are not worth building)."""
+    expr = type_new(expr)
+    if isinstance(expr, Constant):
+        return expr
+    t = expr.checked_type
+    if isinstance(t, TensorType) and 0 in tuple(int(d) for d in t.shape):
+        return Constant(np.zeros(tuple(int(d) for d in t.shape), t.dtype))
+    if static:
+        value = np.asarray(evaluate(Function([], expr), []))
+        return Constant(value.astype(t.dtype).reshape(t.shape))
+    return expr

@@ -1,8 +1,12 @@
-"""ONNX converters: convolution, pooling, matrix products, normalization, softmax, resize.
+"""ONNX converters: convolution, pooling, matrix products, normalization, softmax.
 
 1-D convolutions and pools run as 2-D ones over a unit height (expand, convolve,
-squeeze); 3-D ones are refused with an error naming the node.  ``auto_pad`` SAME_UPPER /
-SAME_LOWER / VALID become explicit pads from the static input shape.
+squeeze); 3-D pools as two 2-D pools (H x W, then D); 3-D convolutions are refused with
+an error naming the node.  Grouped ConvTranspose runs one conv2d_transpose per group, a
+dilated one with a zero-dilated kernel; MaxPool's Indices come from the window taps
+compared with the max.  ``auto_pad`` SAME_UPPER / SAME_LOWER / VALID become explicit
+pads from the static input shape.  Training-mode BatchNormalization normalizes with the
+batch's statistics; training-mode Dropout is accepted only with ratio 0 (the identity).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from ..op import nn_more
 from ..op import tensor as ops
 from ..op import transform as tops
 from ..transform.infer_type import type_new
+from .onnx_resize import resize
 
 __all__ = ["NN_CONVERTERS"]
 
@@ -105,14 +110,45 @@ def _conv_transpose(ctx, ins, a):
                                dil, opad)
     else:
         pads = list(a.get("pads", [0] * (2 * n)))
-    y = nn_ops.conv2d_transpose(_as_2d(x, n), _as_2d(w, n), strides=_pair(strides, n, 1),
-                                padding=_quad(pads, n), dilation=_pair(dil, n, 1),
-                                groups=int(a.get("group", 1)),
-                                output_padding=_pair(opad, n, 0))
-    y = _from_2d(y, n)
+    if any(d != 1 for d in dil):
+        w = type_new(_dilate_kernel(w, dil))
+    # a negative pad (an output_shape beyond the full result) adds zero rows at that edge
+    grow = [max(0, -p) for p in pads]
+    groups = int(a.get("group", 1))
+    xs, ws = _groups(x, groups), _groups(w, groups, axis=0)
+    ys = [nn_ops.conv2d_transpose(_as_2d(xg, n), _as_2d(wg, n), strides=_pair(strides, n, 1),
+                                  padding=_quad([max(0, p) for p in pads], n),
+                                  output_padding=_pair(opad, n, 0))
+          for xg, wg in zip(xs, ws)]
+    y = _from_2d(ys[0] if groups == 1 else tops.concatenate(ys, axis=1), n)
+    if any(grow):
+        y = nn_more.pad(y, [(0, 0), (0, 0)] + [(grow[k], grow[k + n]) for k in range(n)])
     if len(ins) > 2 and ins[2] is not None:
         y = nn_ops.bias_add(y, ins[2], axis=1)
     return y
+
+
+def _groups(x, groups: int, axis: int = 1) -> list:
+    """``x`` cut into ``groups`` equal parts along ``axis`` (grouped ConvTranspose runs
+    one ungrouped conv2d_transpose per group)."""
+    if groups == 1:
+        return [x]
+    step = _shape(x)[axis] // groups
+    return list(tops.split(x, tuple(step * k for k in range(1, groups)), axis=axis))
+
+
+def _dilate_kernel(w, dil: list):
+    """The kernel with ``d - 1`` zeros between taps: a dilated transposed convolution is
+    the undilated one with this kernel.  (I, O, k) -> (I, O, k, 1) -> pad the unit axis
+    to d -> (I, O, k * d) -> drop the trailing d - 1 zeros."""
+    s = tuple(_shape(w))
+    n = len(s) - 2
+    split = s[:2] + sum(((k, 1) for k in s[2:]), ())
+    width = [(0, 0), (0, 0)] + [p for d in dil for p in ((0, 0), (0, d - 1))]
+    y = nn_more.pad(tops.reshape(w, split), width)
+    y = tops.reshape(y, s[:2] + tuple(k * d for k, d in zip(s[2:], dil)))
+    return tops.strided_slice(y, [0] * n, [(k - 1) * d + 1 for k, d in zip(s[2:], dil)],
+                              axes=list(range(2, 2 + n)))
 
 
 def _transpose_pads(a, in_sizes, kernel, strides, dil, opad) -> list:
@@ -187,8 +223,14 @@ def _relu(ctx, ins, a):
 
 def _dropout(ctx, ins, a):
     training = ctx.static(ins, 2, "training_mode", np.asarray(False))
-    if bool(np.asarray(training).item()):
-        raise ctx.error("Dropout in training mode is not supported (inference only)")
+    ratio = ctx.static(ins, 1, "ratio", np.asarray(0.5)) if ctx.opset >= 12 else \
+        np.asarray(a.get("ratio", 0.5))
+    # training with ratio 0 drops nothing, so it is the identity too; any other ratio
+    # draws random masks, which a compiled inference graph does not reproduce
+    rate = float(np.asarray(ratio).reshape(-1)[0])
+    if bool(np.asarray(training).reshape(-1)[0]) and rate != 0.0:
+        raise ctx.error(f"Dropout in training mode with ratio {rate} is not supported "
+                        "(inference, or ratio 0, only)")
     x = ins[0]
     return [x, ops.cast(ops.ones_like(x), "bool")]
 
@@ -197,23 +239,79 @@ def _dropout(ctx, ins, a):
 def _pool(kind: str):
     def conv(ctx, ins, a):
         x = ins[0]
-        n = _spatial(ctx, x, f"{kind}Pool")
+        n = len(_shape(x)) - 2
+        if n not in (1, 2, 3):
+            raise ctx.error(f"{n}-D {kind}Pool is not supported (1-D to 3-D are)")
+        indices = kind == "Max" and len(ctx.node.output) > 1 and bool(ctx.node.output[1])
+        if indices and n != 2:
+            raise ctx.error(f"MaxPool's Indices output of a {n}-D pool is not supported "
+                            "(2-D is)")
         kernel = list(a["kernel_shape"])
         strides = list(a.get("strides", [1] * n))
         dil = list(a.get("dilations", [1] * n))
         pads = _auto_pads(ctx, a, _shape(x)[2:], kernel, strides, dil)
-        common = dict(pool_size=_pair(kernel, n, 1), strides=_pair(strides, n, 1),
-                      padding=_quad(pads, n), ceil_mode=bool(a.get("ceil_mode", 0)))
-        if kind == "Max":
-            if len(ctx.node.output) > 1 and ctx.node.output[1]:
-                raise ctx.error("MaxPool's Indices output is not supported")
-            y = nn_more.max_pool2d(_as_2d(x, n), dilation=_pair(dil, n, 1), **common)
-        else:
-            y = nn_more.avg_pool2d(_as_2d(x, n), dilation=_pair(dil, n, 1),
-                                   count_include_pad=bool(
-                a.get("count_include_pad", 0)), **common)
+        if n == 3:
+            return _pool3d(kind, x, kernel, strides, dil, pads, a)
+        y = _pool2d(kind, _as_2d(x, n), _pair(kernel, n, 1), _pair(strides, n, 1),
+                    _pair(dil, n, 1), _quad(pads, n), a)
+        if indices:
+            y = type_new(y)
+            return [y, _max_indices(x, y, kernel, strides, dil, pads,
+                                    int(a.get("storage_order", 0)))]
         return _from_2d(y, n)
     return conv
+
+
+def _max_indices(x, y, kernel, strides, dil, pads, storage_order: int):
+    """MaxPool's Indices: per output, the flat input index of the window's first maximum
+    (row-major over the window, as ONNX's reference).  Each window tap is a strided slice
+    of the input padded with -inf; walking the taps backwards, ``where(tap == max)`` keeps
+    the first that hits."""
+    b, c, h, w = _shape(x)
+    oh, ow = _shape(y)[2:]
+    top, left = pads[0], pads[1]
+    reach = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip((oh, ow), strides, kernel, dil)]
+    xp = nn_more.pad(x, [(0, 0), (0, 0), (top, max(0, reach[0] - h - top)),
+                         (left, max(0, reach[1] - w - left))], pad_value=float("-inf"))
+    plane = (np.arange(b * c, dtype=np.int64) * h * w).reshape(b, c, 1, 1)
+    idx = None
+    for i in reversed(range(kernel[0])):
+        for j in reversed(range(kernel[1])):
+            rows = (np.arange(oh) * strides[0] + i * dil[0] - top)[:, None]
+            cols = (np.arange(ow) * strides[1] + j * dil[1] - left)[None, :]
+            flat = X.const(plane + (rows * w + cols if storage_order == 0 else rows + cols * h))
+            if idx is None:         # the last tap: where every earlier tap missed
+                idx = flat
+                continue
+            tap = tops.strided_slice(xp, [i * dil[0], j * dil[1]],
+                                     [i * dil[0] + reach[0] - (kernel[0] - 1) * dil[0],
+                                      j * dil[1] + reach[1] - (kernel[1] - 1) * dil[1]],
+                                     strides=list(strides), axes=[2, 3])
+            idx = ops.where(ops.equal(tap, y), flat, idx)
+    return idx
+
+
+def _pool2d(kind: str, x, kernel, strides, dil, pads, a):
+    common = dict(pool_size=tuple(kernel), strides=tuple(strides), dilation=tuple(dil),
+                  padding=tuple(pads), ceil_mode=bool(a.get("ceil_mode", 0)))
+    if kind == "Max":
+        return nn_more.max_pool2d(x, **common)
+    return nn_more.avg_pool2d(x, count_include_pad=bool(a.get("count_include_pad", 0)),
+                              **common)
+
+
+def _pool3d(kind: str, x, kernel, strides, dil, pads, a):
+    """3-D pooling as two 2-D ones, over (H, W) and then over D: a box window's max is the
+    max over depth of maxima over H x W, and its average (padding counted or not) is the
+    average of averages, since the element count of a box is the product of per-axis
+    counts."""
+    b, c, d, h, w = _shape(x)
+    y = type_new(_pool2d(kind, tops.reshape(x, (b, c * d, h, w)), kernel[1:], strides[1:],
+                         dil[1:], (pads[1], pads[2], pads[4], pads[5]), a))
+    oh, ow = _shape(y)[2:]
+    y = type_new(_pool2d(kind, tops.reshape(y, (b, c, d, oh * ow)), (kernel[0], 1),
+                         (strides[0], 1), (dil[0], 1), (pads[0], 0, pads[3], 0), a))
+    return tops.reshape(y, (b, c, _shape(y)[2], oh, ow))
 
 
 def _global_pool(fn, pool2d):
@@ -227,10 +325,23 @@ def _global_pool(fn, pool2d):
 
 # ------------------------------------------------------------------ normalization
 def _batch_norm(ctx, ins, a):
-    if a.get("training_mode", 0):
-        raise ctx.error("BatchNormalization in training mode is not supported")
     x, g, b, m, v = ins[:5]
-    return nn_more.batch_norm(x, g, b, m, v, axis=1, epsilon=float(a.get("epsilon", 1e-5)))[0]
+    eps = float(a.get("epsilon", 1e-5))
+    if not a.get("training_mode", 0):
+        return nn_more.batch_norm(x, g, b, m, v, axis=1, epsilon=eps)[0]
+    # training mode: normalize with the batch's own statistics (biased variance), and
+    # output the running statistics moved toward them by 1 - momentum
+    nd = len(_shape(x))
+    mean, d, var = _moments(x, (0,) + tuple(range(2, nd)))
+    y = ops.multiply(d, ops.rsqrt(ops.add(var, _const(eps, x))))
+    y = ops.add(ops.multiply(y, tops.expand_dims(g, 1, nd - 2)), tops.expand_dims(b, 1, nd - 2))
+    mom = float(a.get("momentum", 0.9))
+    channels = (_shape(x)[1],)
+
+    def running(old, batch):
+        return ops.add(ops.multiply(old, _const(mom, x)),
+                       ops.multiply(tops.reshape(batch, channels), _const(1 - mom, x)))
+    return [y, running(m, mean), running(v, var)]
 
 
 def _moments(x, axes):
@@ -269,51 +380,6 @@ def _instance_norm(ctx, ins, a):
                    tops.expand_dims(bias, 1, trailing))
 
 
-# ------------------------------------------------------------------ resize
-_NEAREST = {"round_prefer_floor": "round_prefer_floor", "round_prefer_ceil": "round_prefer_ceil",
-            "floor": "floor", "ceil": "ceil"}
-
-
-def _resize(ctx, ins, a):
-    x = ins[0]
-    s = _shape(x)
-    if len(s) != 4:
-        raise ctx.error(f"Resize of a {len(s)}-D tensor is not supported (4-D NCHW is)")
-    mode = a.get("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        raise ctx.error(f"Resize mode {mode!r} is not supported (nearest and linear are)")
-    if a.get("antialias", 0) or a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.error("Resize with antialias or keep_aspect_ratio_policy is not supported")
-    axes = [int(v) % 4 for v in a.get("axes", range(4))]
-    scale_k, size_k = (2, 3) if ctx.opset >= 11 else (1, None)
-    sizes = ctx.static(ins, size_k, "sizes", None) if size_k else None
-    if sizes is not None and np.asarray(sizes).size:
-        full = list(s)
-        for ax, v in zip(axes, sizes):
-            full[ax] = int(v)
-        out = tuple(full)
-    else:
-        given = ctx.static(ins, scale_k, "scales")
-        scales = [1.0] * 4
-        for ax, v in zip(axes, given):
-            scales[ax] = float(v)
-        out = tuple(int(np.floor(d * float(sc))) for d, sc in zip(s, scales))
-        for d, sc, o in zip(s[2:], scales[2:], out[2:]):
-            if abs(d * float(sc) - o) > 1e-6:
-                raise ctx.error(f"Resize scale {float(sc)} of size {d} gives a fractional "
-                                "output size; only scales with whole output sizes are "
-                                "supported")
-    if out[:2] != s[:2]:
-        raise ctx.error(f"Resize of the batch or channel axes ({s[:2]} -> {out[:2]}) is not "
-                        "supported")
-    coord = a.get("coordinate_transformation_mode", "half_pixel")
-    rounding = _NEAREST.get(a.get("nearest_mode", "round_prefer_floor"), "") \
-        if mode == "nearest" else ""
-    return nn_more.resize2d(x, out[2:], layout="NCHW",
-                            method="nearest_neighbor" if mode == "nearest" else "linear",
-                            coordinate_transformation_mode=coord, rounding_method=rounding)
-
-
 NN_CONVERTERS = {
     "Conv": _conv, "ConvTranspose": _conv_transpose, "Gemm": _gemm, "MatMul": _matmul,
     "Softmax": _softmax(nn_ops.softmax), "LogSoftmax": _softmax(nn_ops.log_softmax),
@@ -322,5 +388,5 @@ NN_CONVERTERS = {
     "GlobalAveragePool": _global_pool(ops.mean, nn_more.global_avg_pool2d),
     "GlobalMaxPool": _global_pool(ops.max, nn_more.global_max_pool2d),
     "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
-    "InstanceNormalization": _instance_norm, "Resize": _resize,
+    "InstanceNormalization": _instance_norm, "Resize": resize,
 }

@@ -187,6 +187,9 @@ def _reshape(ctx, ins, a):
     new = [int(v) for v in ctx.static(ins, 1, "shape")]
     src = shape_of(ins[0])
     if a.get("allowzero", 0):
+        if 0 in new and int(np.prod(src)) == 0 and -1 not in new:
+            # a literal 0 dimension (relay's reshape reads 0 as "copy"): no elements to move
+            return X.Constant(np.zeros(new, dtype=dtype_of(ins[0])))
         if -1 in new:
             known = int(np.prod([d for d in new if d != -1]))
             new = [int(np.prod(src)) // max(known, 1) if d == -1 else d for d in new]
