@@ -6,14 +6,19 @@ Readers never execute anything from a log; writers append one whole line at a ti
 """
 from records.analysis import (
                               Comparison,
+                              LogHistory,
+                              WorkloadHistory,
                               WorkloadSummary,
                               best_records,
                               compare,
                               curve,
                               flops_of,
                               gflops,
+                              iter_curve,
+                              scan,
                               summarize,
 )
+from records.curves import Series, network_series, task_series
 from records.errors import (
                               RecordError,
                               RecordFieldError,
@@ -21,7 +26,14 @@ from records.errors import (
                               RecordWarning,
                               TruncatedLineError,
 )
-from records.io import RecordReader, RecordWriter, load_best_record, load_records, save_records
+from records.io import (
+                              MAX_LINE_BYTES,
+                              RecordReader,
+                              RecordWriter,
+                              load_best_record,
+                              load_records,
+                              save_records,
+)
 from records.record import (
                               FAILURE_COST,
                               LOG_VERSION,
@@ -35,11 +47,13 @@ from records.selection import best_of, target_kind, target_matches
 from records.steps import STEP_CODES, STEP_FIELDS, validate_step
 
 __all__ = [
-    "Comparison", "WorkloadSummary", "best_records", "compare", "curve", "flops_of",
-    "gflops", "summarize",
+    "Comparison", "LogHistory", "WorkloadHistory", "WorkloadSummary", "best_records",
+    "compare", "curve", "flops_of", "gflops", "iter_curve", "scan", "summarize",
+    "Series", "network_series", "task_series",
     "RecordError", "RecordFieldError", "RecordSyntaxError", "RecordWarning",
     "TruncatedLineError",
-    "RecordReader", "RecordWriter", "load_best_record", "load_records", "save_records",
+    "MAX_LINE_BYTES", "RecordReader", "RecordWriter", "load_best_record", "load_records",
+    "save_records",
     "FAILURE_COST", "LOG_VERSION", "SEED_PREFIX", "ErrorNo", "MeasureInputRecord",
     "MeasureResultRecord", "Record",
     "best_of", "target_kind", "target_matches",

@@ -10,13 +10,24 @@ Invariants:
 - errors copy and pickle with all their attributes (they may cross process boundaries in
   a parallel tuner), although subclasses take keyword-rich constructors.
 """
+import reprlib
+
 # A bad value is echoed in messages; a multi-kilobyte step list would drown the message.
 _MAX_VALUE_CHARS = 60
+# reprlib bounds the work as well as the text: a value parsed from a hostile line may be
+# nested hundreds of levels deep or hold a million elements, and a plain repr() of it
+# would recurse that deep or build megabytes only to cut them.
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = 20
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = _MAX_VALUE_CHARS
 
 
 def short_repr(value) -> str:
-    """``repr(value)`` cut to a readable length (the tail is replaced by '...')."""
-    text = repr(value)
+    """``repr(value)`` cut to a readable length (the tail is replaced by '...').
+
+    Bounded in time and depth whatever the value (see ``_REPR``)."""
+    text = _REPR.repr(value)
     if len(text) <= _MAX_VALUE_CHARS:
         return text
     return text[:_MAX_VALUE_CHARS - 3] + "..."

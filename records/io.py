@@ -12,17 +12,31 @@ Invariants:
   blank lines silently and report each bad line with the file and line number: as a
   ``RecordWarning`` (or to ``on_error``) and go on, or by raising under ``strict=True``;
 - a final line without a newline that does not parse is reported as a
-  ``TruncatedLineError`` (a torn write), any other bad line as a syntax or field error.
+  ``TruncatedLineError`` (a torn write), any other bad line as a syntax or field error;
+- reading holds at most one line of ``MAX_LINE_BYTES`` in memory: a longer line is
+  skipped (reported with its number) without being read whole, and writers refuse to
+  write a record that long, so what one writes the other reads;
+- a reader raises nothing but ``RecordError`` (strict mode) and ``OSError`` (the file):
+  whatever a line holds, it is skipped with its line number, never an abort.
 """
 import os
 import tempfile
 import warnings
 
-from records.errors import RecordError, RecordSyntaxError, RecordWarning, TruncatedLineError
+from records.errors import (
+    RecordError,
+    RecordSyntaxError,
+    RecordWarning,
+    TruncatedLineError,
+    short_repr,
+)
 from records.record import Record
 from records.selection import best_of, target_matches
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+# A record is a few kilobytes (60 KB with 2,000 steps); a megabyte is no record.
+MAX_LINE_BYTES = 1 << 20
+_SKIP_CHUNK = 1 << 16
 
 
 def _check_record(record, path, index: int) -> Record:
@@ -34,7 +48,12 @@ def _check_record(record, path, index: int) -> Record:
 
 def _encode(record: Record, compact: bool) -> bytes:
     # json.dumps escapes control characters, so the line cannot contain a newline.
-    return (record.to_json(compact=compact) + "\n").encode("utf-8")
+    data = (record.to_json(compact=compact) + "\n").encode("utf-8")
+    if len(data) > MAX_LINE_BYTES:
+        raise RecordError(f"record of workload {short_repr(record.workload_key)} with "
+                          f"{len(record.input.steps)} steps is {len(data)} bytes as JSON, "
+                          f"expected at most {MAX_LINE_BYTES} (readers skip longer lines)")
+    return data
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -126,7 +145,12 @@ class RecordReader:
     def numbered(self):
         """Yield ``(line_number, record)`` pairs; line numbers are 1-based."""
         with open(self.path, "rb") as f:
-            for lineno, raw in enumerate(f, start=1):
+            for lineno, raw in enumerate(_physical_lines(f), start=1):
+                if type(raw) is int:
+                    self._report(RecordSyntaxError(
+                        f"line is {raw} bytes long, expected at most {MAX_LINE_BYTES} "
+                        "(a record is a few kilobytes)", path=self.path, lineno=lineno))
+                    continue
                 if not raw.strip() or raw.lstrip().startswith(b"#"):
                     continue                  # blank and comment lines (TVM logs have them)
                 try:
@@ -143,6 +167,27 @@ class RecordReader:
             self.on_error(err)
         else:
             warnings.warn(f"skipping bad log line: {err}", RecordWarning, stacklevel=4)
+
+
+def _physical_lines(f):
+    """Yield each line of the binary file ``f`` (newline included), or, for a line longer
+    than ``MAX_LINE_BYTES``, its length in bytes: such a line is read in chunks and
+    dropped, so memory stays bounded whatever the file holds."""
+    readline = f.readline
+    while True:
+        raw = readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        length = len(raw)
+        while not raw.endswith(b"\n"):
+            raw = readline(_SKIP_CHUNK)
+            if not raw:
+                break
+            length += len(raw)
+        yield length
 
 
 def _parse_line(raw: bytes) -> Record:

@@ -20,13 +20,17 @@ Invariants:
   see an unknown task-input name there; with no seed the list is exactly as TVM writes;
 - older TVM task layouts (3 to 5 task fields) are read with defaults; writing always
   produces the full 6-field v0.6 layout;
-- parsing never evaluates anything: ``json.loads`` only, NaN/Infinity are refused.
+- a successful measurement (``error_no == 0``) has at least one cost and every cost is
+  > 0: a zero cost would make a broken record the best one;
+- parsing never evaluates anything: ``json.loads`` only; NaN/Infinity, a key given twice
+  in an object, integers beyond 64 bits and nesting too deep for the parser are refused
+  as ``RecordSyntaxError`` or ``RecordFieldError``, never as another exception.
 """
 import enum
 import json
 from dataclasses import dataclass
 
-from records.errors import RecordFieldError, RecordSyntaxError
+from records.errors import RecordError, RecordFieldError, RecordSyntaxError
 from records.steps import step_to_list, validate_step
 from records.validate import expect_int, expect_number, expect_seq, expect_str
 
@@ -151,9 +155,14 @@ class MeasureResultRecord:
         for index, cost in enumerate(costs):
             expect_number(cost, f"costs (r[0])[{index}]", minimum=0)
         expect_int(self.error_no, "error_no (r[1])", minimum=0, maximum=len(ErrorNo) - 1)
-        if self.error_no == ErrorNo.NO_ERROR and not costs:
-            raise RecordFieldError("costs (r[0])", list(costs),
-                                   "at least one cost when error_no is 0")
+        if self.error_no == ErrorNo.NO_ERROR:
+            if not costs:
+                raise RecordFieldError("costs (r[0])", list(costs),
+                                       "at least one cost when error_no is 0")
+            for index, cost in enumerate(costs):
+                if cost == 0:    # no kernel runs in zero seconds: it would always be best
+                    raise RecordFieldError(f"costs (r[0])[{index}]", cost,
+                                           "a number > 0 when error_no is 0")
         expect_number(self.all_cost, "all_cost (r[2])", minimum=0)
         expect_number(self.timestamp, "timestamp (r[3])", minimum=0)
         object.__setattr__(self, "costs", costs)
@@ -243,14 +252,37 @@ class Record:
     def from_json(cls, text: str) -> "Record":
         """Parse one log line. Raises ``RecordSyntaxError`` or ``RecordFieldError``."""
         try:
-            obj = json.loads(text, parse_constant=_refuse_constant)
+            obj = json.loads(text, parse_constant=_refuse_constant,
+                             object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as err:
             raise RecordSyntaxError(f"invalid JSON: {err.msg} at column {err.colno}") \
                 from None
+        except RecursionError:
+            # json's decoder recurses once per nesting level; a v0.6 record is 5 deep.
+            raise RecordSyntaxError("invalid JSON: arrays or objects nested too deeply "
+                                    "for the parser, expected a record about 5 levels "
+                                    "deep") from None
+        except RecordError:
+            raise                     # from the hooks below
+        except ValueError as err:     # an integer of more than 4,300 digits
+            raise RecordSyntaxError(f"invalid JSON: {str(err).split(';')[0]}, expected "
+                                    "a 64-bit integer") from None
         return cls.from_obj(obj)
 
 
 def _refuse_constant(name: str):
     """``json.loads`` hook: NaN and Infinity are not valid costs or timestamps."""
     raise RecordSyntaxError(f"invalid JSON: non-finite number {name} is not allowed")
+
+
+def _unique_keys(pairs: list) -> dict:
+    """``json.loads`` hook: a key given twice (``{"r": ..., "r": ...}``) is an error;
+    plain ``json.loads`` would keep the last value silently."""
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise RecordSyntaxError(f"invalid JSON: key {key!r} appears more than once in "
+                                    "an object, expected each key once")
+        obj[key] = value
+    return obj
 

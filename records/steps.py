@@ -14,7 +14,14 @@ Invariants:
   (a readable name); both round-trip unchanged.
 """
 from records.errors import RecordFieldError
-from records.validate import expect_int, expect_int_seq, expect_seq, expect_str, is_int
+from records.validate import (
+    INT64_MAX,
+    expect_int,
+    expect_int_seq,
+    expect_seq,
+    expect_str,
+    is_int,
+)
 
 # Field kinds.
 ID = "id"                    # int >= 0: a stage, iterator or step index
@@ -46,6 +53,9 @@ STEP_FIELDS: dict = {
 }
 
 STEP_CODES = tuple(STEP_FIELDS)
+# Kinds an int >= 0 always satisfies (a FLAG also needs <= 1).
+_NON_NEGATIVE_INT_KINDS = frozenset((ID, INT, FLAG, EXTENT, ANNOTATION))
+_KINDS = {code: tuple(kind for _, kind in fields) for code, fields in STEP_FIELDS.items()}
 
 
 def _check_field(kind: str, value, field: str):
@@ -76,22 +86,32 @@ def _check_field(kind: str, value, field: str):
 def validate_step(step, index: int, where: str = "steps") -> tuple:
     """Check step record number ``index`` and return it as a (nested) tuple.
 
-    ``where`` prefixes field labels, e.g. ``"steps[3] (i[1][1][3])"``.
+    ``where`` prefixes field labels, e.g. ``"steps[3] (i[1][1][3])"``. Labels are only
+    built for an error: a log holds millions of steps and nearly all of them are fine.
     """
-    label = f"{where}[{index}]"
-    items = expect_seq(step, label, min_len=1)
+    items = expect_seq(step, f"{where}[{index}]", min_len=1) \
+        if type(step) is not list or not step else step
     code = items[0]
-    if code not in STEP_FIELDS:
-        raise RecordFieldError(f"{label}[0] (step code)", code,
+    if not isinstance(code, str) or code not in STEP_FIELDS:
+        raise RecordFieldError(f"{where}[{index}][0] (step code)", code,
                                "one of " + ", ".join(STEP_CODES))
     fields = STEP_FIELDS[code]
     if len(items) != len(fields) + 1:
         names = ", ".join(name for name, _ in fields)
-        raise RecordFieldError(label, step, f"[{code!r}, {names}] "
+        raise RecordFieldError(f"{where}[{index}]", step, f"[{code!r}, {names}] "
                                f"({len(fields) + 1} elements, it has {len(items)})")
-    checked = [code]
-    for position, ((name, kind), value) in enumerate(zip(fields, items[1:]), start=1):
-        checked.append(_check_field(kind, value, f"{label}[{position}] ({code} {name})"))
+    checked: list = [code]
+    position = 0
+    for kind in _KINDS[code]:
+        position += 1
+        value = items[position]
+        if type(value) is int and 0 <= value <= (1 if kind is FLAG else INT64_MAX) \
+                and kind in _NON_NEGATIVE_INT_KINDS:
+            checked.append(value)        # the most common fields, checked inline
+        else:
+            name = fields[position - 1][0]
+            checked.append(_check_field(kind, value,
+                                        f"{where}[{index}][{position}] ({code} {name})"))
     return tuple(checked)
 
 

@@ -4,16 +4,20 @@ Each checker returns the value (unchanged, or a tuple for sequences) or raises
 ``RecordFieldError`` naming the field label it was given, e.g. ``"error_no (r[1])"``.
 Invariants: ``bool`` is never accepted where an integer or a number is expected (JSON
 ``true`` is not ``1`` for TVM's reader); numbers are finite (no NaN or infinity, which
-JSON cannot represent portably).
+JSON cannot represent portably); integers fit in 64 bits (TVM reads them as ``int64``,
+and a 4,000-digit "cost" would overflow ``float`` in every sum).
 """
 import math
 
 from records.errors import RecordFieldError
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
 
 def is_int(value) -> bool:
-    """True for Python ints that are not bools."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """True for Python ints that are not bools and fit in a signed 64-bit integer."""
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and INT64_MIN <= value <= INT64_MAX)
 
 
 def is_number(value) -> bool:
@@ -35,11 +39,16 @@ def _range_text(minimum, maximum) -> str:
 
 def expect_int(value, field: str, *, minimum=None, maximum=None) -> int:
     """An int (not bool) within the optional inclusive bounds."""
+    if type(value) is int and minimum is not None and minimum <= value <= INT64_MAX \
+            and (maximum is None or value <= maximum):
+        return value                     # the common case, decided without further calls
     ok = is_int(value)
     ok = ok and (minimum is None or value >= minimum)
     ok = ok and (maximum is None or value <= maximum)
     if not ok:
-        raise RecordFieldError(field, value, "an integer" + _range_text(minimum, maximum))
+        too_big = isinstance(value, int) and not isinstance(value, bool) and not is_int(value)
+        kind = "a 64-bit integer" if too_big else "an integer"
+        raise RecordFieldError(field, value, kind + _range_text(minimum, maximum))
     return value
 
 
@@ -80,6 +89,9 @@ def _len_text(min_len, max_len) -> str:
 def expect_int_seq(value, field: str, *, minimum=None) -> tuple:
     """A list of ints, each >= ``minimum`` when given; element errors name the index."""
     items = expect_seq(value, field)
+    if minimum is not None and all(type(v) is int and minimum <= v <= INT64_MAX
+                                   for v in items):
+        return items                     # the common case, without a call per element
     for index, item in enumerate(items):
         expect_int(item, f"{field}[{index}]", minimum=minimum)
     return items

@@ -158,6 +158,9 @@ def test_data_classes_validate_and_fail_with_failure_cost():
     assert ok.is_valid and ok.mean_cost == pytest.approx(2e-3)
     with pytest.raises(ValueError, match="at least one cost"):
         MeasureResult([], 0, "", 0.0, 0.0)
+    zero = MeasureResult([0.0, 1e-3], 0, "", 0.1, 1.0)     # the log refuses a zero cost
+    assert zero.error_no == MeasureErrorNo.RUNTIME_DEVICE and not zero.is_valid
+    assert zero.error_msg.startswith("timer returned 0.0 s: nothing was measured")
     with pytest.raises(ValueError,
                        match=r"MeasureResult error_no=9: expected an int >= 0 and <= 8"):
         MeasureResult([1.0], 9, "", 0.0, 0.0)

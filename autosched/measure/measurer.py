@@ -112,6 +112,11 @@ class MeasureResult:
     def __post_init__(self):
         err = _error_no(self.error_no, "MeasureResult")
         costs = [_seconds(c, "MeasureResult cost") for c in self.costs]
+        if err == MeasureErrorNo.NO_ERROR and costs and min(costs) <= 0:
+            # a timer that read 0 s measured nothing; the log refuses such a record
+            err = MeasureErrorNo.RUNTIME_DEVICE
+            object.__setattr__(self, "error_msg", f"timer returned {min(costs)} s: nothing "
+                               f"was measured ({self.error_msg})")
         if err != MeasureErrorNo.NO_ERROR:
             costs = [FAILURE_COST]
         elif not costs:
