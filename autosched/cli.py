@@ -245,14 +245,15 @@ def main(argv=None) -> int:
     if not ns.quiet:
         print(f"Tuning {task.workload_key} on {task.target}: {ns.trials} trials, log {log}")
     try:
+        recorder = RecordToFile(log)          # checks the log path before any work
         builder, runner = make_measurers(ns)
-    except (ClusterError, ImportError) as err:
+    except (ClusterError, ImportError, OSError) as err:
         print(f"tune: error: {err}", file=sys.stderr)
         return 2
     opts = TuningOptions(
         num_measure_trials=ns.trials, early_stopping=ns.early_stopping,
         num_measures_per_round=ns.per_round, verbose=0,
-        builder=builder, measure_callbacks=[RecordToFile(log)], runner=runner,
+        builder=builder, measure_callbacks=[recorder], runner=runner,
         progress_callback=Progress(task, ns.trials, ns.quiet))
     try:
         model = make_model(ns)
@@ -266,6 +267,8 @@ def main(argv=None) -> int:
         return 130
     if not ns.quiet:
         sys.stderr.write("\n")
+    if stats.stop_reason:
+        print(f"Tuning stopped early: {stats.stop_reason}")
     return print_summary(task, fname, args, log, stats, ns)
 
 

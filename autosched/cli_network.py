@@ -104,6 +104,11 @@ def run_network(ns, make_measurers) -> int:
               f"{ns.trials} new trials, log {log}")
     before = after = math.inf
     if ns.trials > 0 and tasks:
+        try:
+            RecordToFile(log)                 # checks the log path before any work
+        except OSError as err:
+            print(f"tune: error: {err}", file=sys.stderr)
+            return 2
         code, before, after = _tune(ns, tasks, weights, log, make_measurers)
         if code:
             return code

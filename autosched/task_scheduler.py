@@ -52,7 +52,7 @@ from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
 from .defaults import measure_default_costs
 from .measure.dask import ClusterError
-from .measure.measurer import ProgramMeasurer, RecordToFile
+from .measure.measurer import ProgramMeasurer, RecordToFile, TuningStopped
 from .search.policy import SearchParams, SketchPolicy
 from .task import SearchTask
 from .task_scheduler_callbacks import (
@@ -261,10 +261,16 @@ class TaskScheduler:
         self.stop_reason = ""
         try:
             self.measurer = ProgramMeasurer(builder, runner, tune_option.measure_callbacks,
-                                            verbose=tune_option.verbose)
+                                            verbose=tune_option.verbose,
+                                            max_continuous_error=tune_option.max_continuous_error)
             if not any(math.isfinite(d) for d in self.default_costs):
                 self.default_costs = measure_default_costs(self.tasks, runner)
             self._run(tune_option)
+            # once more at the end (the lowest stands): a floor inflated by a noisy start
+            # would let slower records into builds
+            if any(math.isfinite(d) for d in self.default_costs) and not self.stop_reason:
+                again = measure_default_costs(self.tasks, runner, repeats=1)
+                self.default_costs = [min(a, b) for a, b in zip(self.default_costs, again)]
         finally:
             # builder and runner, even when the measurer refused them (e.g. a bad callback)
             _close(SimpleNamespace(builder=builder, runner=runner))
@@ -336,8 +342,8 @@ class TaskScheduler:
         try:
             inputs, results = self.search_policies[idx].continue_search_one_round(
                 n, self.measurer)
-        except ClusterError as err:
-            # the cluster is gone: every finished batch is already in the log
+        except (ClusterError, TuningStopped) as err:
+            # the cluster is gone, or everything fails: every finished batch is already in the log
             self.stop_reason = str(err)
             warnings.warn(f"tuning stopped: {err}", stacklevel=4)
             return

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from records import load_best_record, load_records, target_matches
+from records import load_records, target_matches
 
 from .checks import check_fields
 from .defaults import measure_default_costs
@@ -26,6 +26,7 @@ from .measure.measurer import (
     MeasureResult,
     ProgramMeasurer,
     RecordToFile,
+    TuningStopped,
     was_cut_off,
 )
 from .measure.runner import LocalRunner
@@ -43,10 +44,11 @@ class TuningOptions:
     runner: object = "local"
     measure_callbacks: list = field(default_factory=list)
     progress_callback: Callable | None = None
+    max_continuous_error: int = 150   # failed measurements in a row that stop tuning (TVM's)
 
     def __post_init__(self):
         check_fields(self, ("num_measure_trials", "verbose"), 0, integer=True)
-        check_fields(self, ("num_measures_per_round",), 1, integer=True)
+        check_fields(self, ("num_measures_per_round", "max_continuous_error"), 1, integer=True)
         if self.early_stopping is not None:
             check_fields(self, ("early_stopping",), 1, integer=True)
         for name in ("builder", "runner"):
@@ -121,7 +123,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     if policy.measured:
         stats.best_cost = min(c for c, _ in policy.measured)
     measurer = ProgramMeasurer(options.make_builder(), options.make_runner(),
-                               options.measure_callbacks, verbose=options.verbose)
+                               options.measure_callbacks, verbose=options.verbose,
+                               max_continuous_error=options.max_continuous_error)
     start = time.perf_counter()
     best_at = 0
     try:
@@ -135,8 +138,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
             n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
             try:
                 inputs, results = policy.continue_search_one_round(n, measurer)
-            except ClusterError as err:
-                # the cluster is gone: every finished batch is already in the log
+            except (ClusterError, TuningStopped) as err:
+                # the cluster is gone, or everything fails: the finished batches are logged
                 stats.stop_reason = str(err)
                 warnings.warn(f"tuning stopped: {err}", stacklevel=2)
                 break
@@ -178,11 +181,19 @@ def _close(measurer) -> None:
 
 
 def best_state(task, log: str):
-    rec = load_best_record(log, task.workload_key, str(task.target), target_match="compatible")
-    if rec is None:
-        raise AutoSchedError(f"no valid record for workload {task.workload_key} on target "
-                             f"{task.target} in {log}")
-    return serialize.state_from_record(task, rec), rec
+    """(State, Record) of the cheapest valid record that still replays on ``task``; a
+    cheaper record whose steps no longer apply is skipped with a warning."""
+    records = sorted((r for r in matching_records(log, task) if r.is_valid),
+                     key=lambda r: r.mean_cost)
+    for rec in records:
+        try:
+            return serialize.state_from_record(task, rec), rec
+        except (InvalidStepError, RecursionError) as err:
+            warnings.warn(f"a record of {task.workload_key} in {log} no longer applies "
+                          f"({type(err).__name__}: {err}); trying the next best", stacklevel=2)
+    raise AutoSchedError(f"no valid record for workload {task.workload_key} on target "
+                         f"{task.target} in {log}"
+                         + (f" ({len(records)} valid ones do not replay)" if records else ""))
 
 
 def apply_best(task, log: str):

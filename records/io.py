@@ -102,7 +102,17 @@ class RecordWriter:
         if self._fd is None:
             raise RecordError(f"{self.path}: write to a closed RecordWriter")
         data = _encode(_check_record(record, self.path, 0), self._compact)
-        _write_all(self._fd, data)
+        size = os.fstat(self._fd).st_size
+        try:
+            _write_all(self._fd, data)
+        except OSError:
+            # e.g. a full disk after a partial write: cut the torn line so the log ends
+            # with its last whole record
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise
         if self._fsync:
             os.fsync(self._fd)
 

@@ -23,7 +23,7 @@ from autosched.relay_integration import write_task_table
 from autosched.search.init_rules import sample_state
 from autosched.search.sketch_rules import generate_sketches
 from autosched.steps import serialize
-from autosched.tuning import matching_records
+from autosched.tuning import best_state, matching_records
 from compiler import relay
 from compiler.contrib import graph_executor
 from compiler.relay import testing
@@ -268,3 +268,21 @@ def test_apply_best_and_resume_accept_a_tvm_style_target(net, tmp_path):
     sch, args = tasks[0].apply_best(str(log))
     assert len(args) == len(tasks[0].compute_dag.tensors)
     assert len(matching_records(str(log), tasks[0])) == 1
+
+
+def test_apply_best_skips_a_cheaper_record_that_does_not_replay(net, tmp_path):
+    _mod, tasks, _x, _expected = net
+    good = sampled_record(tasks[0], cost=2e-4)
+    stale = Record(good.input.__class__(good.input.workload_key, good.input.target,
+                                        good.input.hardware_params,
+                                        steps=(("SP", 99, 0, 8, (2,), 1),)),
+                   good.result.__class__((1e-5,), 0, 0.1, 1.0))
+    log = tmp_path / "stale.json"
+    save_records(log, [good, stale])
+    with pytest.warns(UserWarning, match="no longer applies"):
+        state, rec = best_state(tasks[0], str(log))
+    assert rec.mean_cost == pytest.approx(2e-4)
+    save_records(log, [stale], append=False)
+    with pytest.raises(auto.AutoSchedError, match=r"\(1 valid ones do not replay\)"), \
+            pytest.warns(UserWarning):
+        best_state(tasks[0], str(log))

@@ -98,3 +98,11 @@ def test_tune_onnx_file(tmp_path, capsys):
                      "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "onnxruntime (2 threads)" in out
+
+
+def test_bad_log_paths_fail_before_any_work(tmp_path, capsys):
+    assert cli.main(["--trials", "4", "--log", str(tmp_path)]) == 2
+    assert "is a directory; expected a file path" in capsys.readouterr().err
+    missing = tmp_path / "no" / "such" / "dir" / "log.json"
+    assert cli.main(["--network", "mlp", "--trials", "4", "--log", str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().err

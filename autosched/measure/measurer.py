@@ -13,12 +13,15 @@ Invariants:
   ``[FAILURE_COST]`` (1e10, TVM's MAX_FLOAT), so sorting by mean cost ranks it last;
 - error codes are ``MeasureErrorNo`` (= ``records.ErrorNo``, TVM's values 0..8);
 - results come back in the order of the inputs, one per input, whatever failed;
-- ``RecordToFile`` writes one whole, flushed line per measurement (``records.RecordWriter``)
-  as soon as its batch is measured, so Ctrl-C never loses a finished batch or tears a line;
+- ``RecordToFile`` writes one whole, flushed line per measurement (``records.RecordWriter``):
+  with a runner that times candidates one at a time (``one_at_a_time``, as LocalRunner)
+  callbacks run after each candidate, else after each batch; so a kill -9 loses at most
+  the candidate being timed (or the batch being measured) and never tears a line;
 - ``serialize.encode_record`` is looked up at call time (tests may replace it).
 """
 from __future__ import annotations
 
+import collections
 import math
 import os
 import time
@@ -143,6 +146,19 @@ class MeasureResult:
         return sum(self.costs) / len(self.costs) if self.is_valid else FAILURE_COST
 
 
+class TuningStopped(RuntimeError):
+    """Measurement cannot go on; tuning ends cleanly with what is already logged."""
+
+
+class TooManyErrors(TuningStopped):
+    """``max_continuous_error`` measurements failed in a row: something is broken (the
+    target, the runner, the machine), and tuning on would only fill the log with errors."""
+
+
+class LogWriteError(TuningStopped):
+    """A measure callback could not write (a full disk, a log made read-only)."""
+
+
 class ProgramBuilder:
     """Base class of builders: ``build(inputs, verbose) -> [BuildResult]``."""
     n_parallel = 1
@@ -177,6 +193,17 @@ class RecordToFile(MeasureCallback):
         if not isinstance(filename, (str, os.PathLike)):
             raise TypeError(f"RecordToFile: filename {filename!r} must be a str or a path")
         self.filename = os.fspath(filename)
+        # fail now, not after an hour of tuning
+        directory = os.path.dirname(os.path.abspath(self.filename))
+        if os.path.isdir(self.filename):
+            raise IsADirectoryError(f"RecordToFile: log {self.filename!r} is a directory; "
+                                    "expected a file path such as tuning.json")
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(f"RecordToFile: the directory of log {self.filename!r} "
+                                    "does not exist")
+        if not os.access(directory, os.W_OK) or (os.path.exists(self.filename)
+                                                 and not os.access(self.filename, os.W_OK)):
+            raise PermissionError(f"RecordToFile: log {self.filename!r} is not writable")
 
     def __repr__(self) -> str:
         return f"RecordToFile({self.filename!r})"
@@ -210,7 +237,7 @@ class ProgramMeasurer:
     """
 
     def __init__(self, builder, runner, callbacks=None, verbose: int = 1,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, max_continuous_error: int = 150):
         if not hasattr(builder, "build") or not hasattr(runner, "run"):
             raise TypeError(f"ProgramMeasurer: builder {builder!r} needs build() and runner "
                             f"{runner!r} needs run()")
@@ -224,12 +251,16 @@ class ProgramMeasurer:
         self.callbacks = callbacks
         self.verbose = int(verbose)
         self.batch_size = _check_batch_size(batch_size, builder)
+        self.max_continuous_error = check_number(
+            max_continuous_error, "ProgramMeasurer max_continuous_error", 1, integer=True)
         self.reset()
 
     def reset(self) -> None:
         """Forget the statistics and the best candidates."""
         self.ct = 0
         self.error_ct = 0
+        self.continuous_errors: list = []     # the failed results since the last success
+        self._cb_seconds = 0.0
         self.best_cost: dict = {}
         self.best_state: dict = {}
         self.best_ct: dict = {}
@@ -259,25 +290,51 @@ class ProgramMeasurer:
         t0 = time.perf_counter()
         build_results = self.builder.build(batch, self.verbose)
         t1 = time.perf_counter()
-        results = self.runner.run(batch, build_results, self.verbose)
-        t2 = time.perf_counter()
-        if len(build_results) != len(batch) or len(results) != len(batch):
-            raise RuntimeError(f"measurement returned {len(build_results)} build results and "
-                               f"{len(results)} results for {len(batch)} inputs")
-        for inp, res in zip(batch, results):
-            self._account(inp, res)
-        for cb in self.callbacks:
-            if isinstance(cb, MeasureCallback):
-                cb.callback(policy, batch, results)
-            else:
-                cb(policy, batch, results)
-        t3 = time.perf_counter()
+        if len(build_results) != len(batch):
+            raise RuntimeError(f"measurement returned {len(build_results)} build results for "
+                               f"{len(batch)} inputs")
+        if getattr(self.runner, "one_at_a_time", False):
+            # a runner that times candidates one by one: log each as soon as it is timed,
+            # so a kill loses at most the candidate being timed
+            results, run_s, cb_s = [], 0.0, 0.0
+            for inp, br in zip(batch, build_results):
+                r0 = time.perf_counter()
+                results += self._run(policy, [inp], [br])
+                run_s += time.perf_counter() - r0 - self._cb_seconds
+                cb_s += self._cb_seconds
+        else:
+            r0 = time.perf_counter()
+            results = self._run(policy, batch, build_results)
+            run_s, cb_s = time.perf_counter() - r0 - self._cb_seconds, self._cb_seconds
+        if len(self.continuous_errors) >= self.max_continuous_error:
+            raise TooManyErrors(self._error_report())      # the batch is logged already
         self.last_build_seconds += t1 - t0
-        self.last_run_seconds += t2 - t1
-        self.last_callback_seconds += t3 - t2
+        self.last_run_seconds += run_s
+        self.last_callback_seconds += cb_s
         self.total_build_seconds += t1 - t0
-        self.total_run_seconds += t2 - t1
-        self.total_callback_seconds += t3 - t2
+        self.total_run_seconds += run_s
+        self.total_callback_seconds += cb_s
+        return results
+
+    def _run(self, policy, inputs, build_results) -> list:
+        """Run, account and call the callbacks; ``_cb_seconds`` is the callbacks' share."""
+        results = self.runner.run(inputs, build_results, self.verbose)
+        if len(results) != len(inputs):
+            raise RuntimeError(f"measurement returned {len(results)} results for "
+                               f"{len(inputs)} inputs")
+        for inp, res in zip(inputs, results):
+            self._account(inp, res)
+        c0 = time.perf_counter()
+        for cb in self.callbacks:
+            try:
+                if isinstance(cb, MeasureCallback):
+                    cb.callback(policy, inputs, results)
+                else:
+                    cb(policy, inputs, results)
+            except OSError as err:
+                raise LogWriteError(f"{cb!r} could not write: {type(err).__name__}: {err}; "
+                                    "the log keeps every measurement written before") from err
+        self._cb_seconds = time.perf_counter() - c0
         return results
 
     def _account(self, inp: MeasureInput, res: MeasureResult) -> None:
@@ -285,10 +342,13 @@ class ProgramMeasurer:
         key = inp.task.workload_key
         if not res.is_valid:
             self.error_ct += 1
+            if not was_cut_off(res):          # cut-offs are slow, not failing
+                self.continuous_errors.append(res)
             if self.verbose >= 2:
                 print(f"No: {self.ct}\tError: {MeasureErrorNo(res.error_no).name}\t"
                       f"{res.error_msg.splitlines()[0] if res.error_msg else ''}", flush=True)
             return
+        self.continuous_errors = []
         cost = res.mean_cost
         if cost < self.best_cost.get(key, math.inf):
             self.best_cost[key] = cost
@@ -299,6 +359,15 @@ class ProgramMeasurer:
             print(f"No: {self.ct}\tGFLOPS: {flop / cost / 1e9:.2f} / "
                   f"{flop / self.best_cost[key] / 1e9:.2f}\tcost: {cost * 1e3:.4f} ms",
                   flush=True)
+
+    def _error_report(self) -> str:
+        errs = self.continuous_errors
+        kinds = collections.Counter(MeasureErrorNo(r.error_no).name for r in errs)
+        last = errs[-1].error_msg.strip().splitlines()
+        return (f"{len(errs)} measurements failed in a row (max_continuous_error="
+                f"{self.max_continuous_error}): "
+                + ", ".join(f"{k} x{n}" for k, n in kinds.most_common())
+                + f"; the last one: {last[0] if last else '(no message)'}")
 
     def _print_summary(self, task, count: int, seconds: float) -> None:
         key = task.workload_key

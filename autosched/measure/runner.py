@@ -251,6 +251,9 @@ class LocalRunner(ProgramRunner):
     with ``rtol``/``atol``.  ``last_seconds``/``total_seconds`` time the ``run`` calls.
     """
 
+    # candidates are timed one by one anyway: the measurer may log each as it completes
+    one_at_a_time = True
+
     def __init__(self, timeout: float = 10, number: int = 3, repeat: int = 1,
                  min_repeat_ms: float = 0, cooldown_interval: float = 0.0,
                  enable_cpu_cache_flush: bool = False, check_correctness: bool = False,

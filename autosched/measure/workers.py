@@ -33,6 +33,7 @@ Invariants:
 from __future__ import annotations
 
 import collections
+import ctypes
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -56,6 +57,7 @@ _CTX = multiprocessing.get_context("forkserver")
 _PRELOAD = ["autosched.measure.builder", "autosched.measure.runner"]
 _CTX.set_forkserver_preload(_PRELOAD)
 DEFAULT_STARTUP_TIMEOUT = 120.0
+_PR_SET_PDEATHSIG = 1                     # linux/prctl.h
 
 
 class WorkerError(AutoSchedError, RuntimeError):
@@ -88,9 +90,23 @@ def _main_hidden():
             sys.modules["__main__"] = saved
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when its parent (the fork server, which exits as
+    soon as the tuner is gone) dies: a worker busy in a long kernel would otherwise
+    outlive a ``kill -9`` of the tuner.  Elsewhere the pipe's EOF ends the worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:                 # the parent died before prctl took effect
+        os._exit(0)
+
+
 def _serve(conn) -> None:
     """Worker main loop: receive ``(fn, args)``, send ``("ok", result)`` or an error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
     conn.send(("ready", os.getpid()))
     while True:
         try:

@@ -163,7 +163,7 @@ class KernelCache:
         if sch is not None:
             try:
                 func = lower(sch, args, name=name)
-            except CompilerError as err:
+            except (CompilerError, RecursionError) as err:
                 # a tuned schedule that no longer lowers must not fail the build
                 warnings.warn(f"relay.build: the provided schedule of {name} ({te_group.key}) "
                               f"does not lower ({type(err).__name__}: {err}); using the "

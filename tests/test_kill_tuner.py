@@ -1,0 +1,93 @@
+"""``kill -9`` of a running ``tune``: the log stays valid, no worker outlives the tuner,
+and the resumed run measures no state twice.
+
+The tuner is killed at several points (while building, while timing, between log
+writes: the delays land wherever they land, and the log grows between kills); the
+process table is read from /proc.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from records import load_records
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"),
+                                reason="reads the process table from /proc")
+
+
+def _children() -> dict:
+    """pid -> parent pid of every process."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            out[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def descendants(pid: int) -> set:
+    parents = _children()
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def tune(log, trials: int):
+    cmd = [sys.executable, "-m", "autosched.cli", "matmul", "--args", "48", "48", "48",
+           "--trials", str(trials), "--per-round", "8", "--log", str(log), "--quiet"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def lines(log) -> list:
+    return list(load_records(log, strict=True)) if os.path.exists(log) else []
+
+
+def test_kill_9_keeps_the_log_and_leaves_no_worker(tmp_path):
+    log = tmp_path / "mm.json"
+    counts = []
+    for delay in (2.5, 4.0, 3.0):
+        proc = tune(log, 400)
+        start = time.monotonic()
+        before = len(lines(log))
+        # wait until this run has measured something, then a little more
+        while len(lines(log)) == before and time.monotonic() - start < 60:
+            time.sleep(0.2)
+        time.sleep(delay - 2.0)
+        family = descendants(proc.pid)
+        assert family, "the tuner started no worker"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in family) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [p for p in family if alive(p)], "workers outlived the killed tuner"
+        counts.append(len(lines(log)))          # strict: every line parses
+    assert counts[0] > 0 and counts == sorted(counts)
+    # the resumed run preloads everything and measures new states only
+    proc = tune(log, 8)
+    assert proc.wait(120) == 0, proc.stderr.read().decode()[-2000:]
+    records = lines(log)
+    assert len(records) == counts[-1] + 8
+    steps = [r.input.steps for r in records]
+    assert len(set(steps)) == len(steps), "a state was measured twice"
