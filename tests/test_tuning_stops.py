@@ -8,9 +8,10 @@ import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
 
 import autosched as auto
+from autosched import validate
 from autosched.measure.measurer import BuildResult, MeasureErrorNo, MeasureResult
+from records import MeasureInputRecord, Record, load_records, save_records
 from records import io as records_io
-from records import load_records
 
 
 class Broken:
@@ -91,3 +92,27 @@ def test_a_full_disk_stops_tuning_with_the_log_whole(tmp_path, monkeypatch):
     assert "could not write: OSError" in stats.stop_reason
     assert "No space left on device" in stats.stop_reason
     assert len(list(load_records(log, strict=True))) == 5      # the torn line was cut
+
+
+def test_validate_replays_every_record(tmp_path, capsys):
+    task = auto.SearchTask(func="steps_test_matmul", args=(16, 16, 16))
+    log = tmp_path / "v.json"
+    fine = Fine()
+    task.tune(auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4, verbose=0,
+                                 builder=fine, runner=fine,
+                                 measure_callbacks=[auto.RecordToFile(str(log))]))
+    assert validate.main([str(log)]) == 0
+    assert capsys.readouterr().out.strip() == "every record replays"
+    good = list(load_records(log))[0]
+    stale = Record(MeasureInputRecord(good.workload_key, good.target,
+                                      good.input.hardware_params,
+                                      steps=(("SP", 99, 0, 8, (2,), 1),)), good.result)
+    unknown = Record(MeasureInputRecord('["no_such_workload", 1]', good.target,
+                                        good.input.hardware_params), good.result)
+    save_records(log, [stale, unknown])
+    assert validate.main([str(log)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{log}:5: steps do not replay on {good.workload_key}")
+    assert out[1].startswith(f"{log}:6: workload [\"no_such_workload\", 1] is unknown here")
+    assert out[-1] == "2 record(s) do not replay"
+    assert validate.main([str(tmp_path / "missing.json")]) == 2
