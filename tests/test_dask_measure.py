@@ -132,7 +132,11 @@ def test_a_worker_killed_mid_batch_costs_only_a_retry():
         t0 = time.monotonic()
 
         def kill_soon():
-            time.sleep(0.6)
+            # as soon as the victim is measuring, not after a fixed delay: on a fast
+            # machine the whole batch can take less than any delay picked here
+            deadline = time.monotonic() + 30
+            while not client.processing().get(victim) and time.monotonic() < deadline:
+                time.sleep(0.005)
             killed_at.append(time.monotonic())
             os.kill(pids[victim], signal.SIGKILL)
 
