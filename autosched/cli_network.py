@@ -24,6 +24,7 @@ import numpy as np
 
 from records import load_records
 
+from .dispatch import read_default_costs
 from .errors import AutoSchedError
 from .measure.measurer import RecordToFile
 from .network import (
@@ -118,7 +119,10 @@ def run_network(ns, make_measurers) -> int:
 def _tune(ns, tasks, weights, log, make_measurers):
     builder, runner = make_measurers(ns)
     resume = os.path.exists(log)
-    write_task_table(tasks, weights, log + ".tasks.json")
+    # the table now (records summary works while tuning runs), keeping measured defaults
+    known = read_default_costs(log + ".tasks.json")
+    write_task_table(tasks, weights, log + ".tasks.json",
+                     [known.get(t.workload_key, math.inf) for t in tasks])
     sched = TaskScheduler(tasks, weights, strategy=ns.strategy,
                           load_log_file=log if resume else None, seed=ns.seed,
                           callbacks=[] if ns.quiet else [RoundTable()])
