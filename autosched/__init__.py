@@ -2,7 +2,6 @@
 
 Names follow TVM's ``tvm.auto_scheduler``.
 """
-from records import load_best_record as _load_best_record
 from records import load_records, save_records
 
 from .compute_dag import ComputeDAG
@@ -21,7 +20,9 @@ from .measure.measurer import (
     RecordToFile,
 )
 from .measure.runner import LocalRunner, RunCutoff
+from .measure_record import load_best_record
 from .relay_integration import extract_tasks
+from .search.callbacks import PreloadMeasuredStates, SearchCallback
 from .search.policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
@@ -39,13 +40,6 @@ from .workload import (
     workload_key_to_tensors,
 )
 
-
-def load_best_record(log_file: str, workload_key: str, target=None):
-    """(MeasureInput-like record input, result) of the best record, as TVM returns."""
-    rec = _load_best_record(log_file, workload_key, None if target is None else str(target))
-    return (None, None) if rec is None else (rec.input, rec.result)
-
-
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
            "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
@@ -54,4 +48,5 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
            "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
-           "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency"]
+           "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
+           "SearchCallback", "PreloadMeasuredStates"]

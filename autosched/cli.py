@@ -8,8 +8,10 @@ WORKLOAD is a built-in name (see ``tune --list``) or ``module:function`` of a us
 function returning tensors (it is registered as a workload).  Without a workload it tunes
 a small built-in matmul.  A progress line shows trials, best latency/GFLOPS and ETA.
 Ctrl-C stops cleanly: every finished measurement is already in the log, and the command
-to resume is printed.  The summary compares the best schedule with the default schedule
-(and numpy for matmul/dense) and prints it as Python.
+to resume is printed: running the same command again preloads the log's records of the
+task (``PreloadMeasuredStates``), so no state is measured twice.  The summary compares
+the best schedule with the default schedule (and numpy for matmul/dense) and prints it
+as Python.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .measure.measurer import RecordToFile
 from .measure.runner import LocalRunner
 from .network import ZOO
+from .search.callbacks import PreloadMeasuredStates
 from .search.policy import SketchPolicy
 from .task import SearchTask
 from .tuning import TuningOptions, best_state
@@ -257,7 +260,10 @@ def main(argv=None) -> int:
         progress_callback=Progress(task, ns.trials, ns.quiet))
     try:
         model = make_model(ns)
-        stats = task.tune(opts, SketchPolicy(task, model, seed=ns.seed, verbose=0))
+        # re-running the same command resumes: the log's records are preloaded
+        policy = SketchPolicy(task, model, seed=ns.seed, verbose=0,
+                              init_search_callbacks=[PreloadMeasuredStates(log)])
+        stats = task.tune(opts, policy)
         if getattr(runner, "summary", None) and not ns.quiet:
             print("\n" + runner.summary())
     except KeyboardInterrupt:

@@ -82,8 +82,14 @@ class ComputeDAG:
     def apply_steps_from_state(self, state, layout_rewrite=False):
         """(te Schedule, tensors) for ``state``: what to lower and build.
 
+        ``layout_rewrite``: False/0 (TVM's ``LayoutRewriteOption.NO_REWRITE``) only; a true
+        value raises NotImplementedError (layout rewrite is not implemented yet).
         Raises InvalidStepError for a state that does not apply (see ``check_state``).
         """
+        if layout_rewrite:
+            raise NotImplementedError(
+                f"ComputeDAG.apply_steps_from_state layout_rewrite={layout_rewrite!r}: layout "
+                "rewrite is not implemented yet; expected False or 0 (no rewrite)")
         check_state(state)
         return self.replay(state.transform_steps), list(self.tensors)
 

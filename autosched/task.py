@@ -65,7 +65,9 @@ class SearchTask:
 
     # -------------------------------------------------------------- tuning API (TVM's)
     def tune(self, tuning_options, search_policy=None):
-        """Run the search; returns the TuneStats of the run."""
+        """Run the search; returns the TuneStats of the run.  As TVM, an existing log is
+        reused only when asked: ``search_policy=SketchPolicy(task,
+        init_search_callbacks=[PreloadMeasuredStates(log)])``."""
         return _tuning.tune(self, tuning_options, search_policy)
 
     def apply_best(self, log_file: str):
@@ -73,6 +75,7 @@ class SearchTask:
         return _tuning.apply_best(self, log_file)
 
     def print_best(self, log_file: str, print_mode: str = "schedule") -> str:
-        """The best schedule in ``log_file`` as schedule-API Python code."""
-        return _tuning.print_best(self, log_file)
+        """The best schedule in ``log_file`` as schedule-API Python code (``print_mode``
+        "schedule"; TVM's "cuda" raises ValueError: CUDA is not supported)."""
+        return _tuning.print_best(self, log_file, print_mode)
 

@@ -22,7 +22,7 @@ Invariants:
   fewer: ``ct`` counts this ``tune`` call's trials and never exceeds ``num_measure_trials``;
 - with ``load_log_file`` the status is restored from the log's records of these tasks
   (workload key and target) and their states are preloaded into fresh SketchPolicies, so
-  nothing is measured twice; a restored task skips the warm-up.  Unlike
+  nothing is measured twice; a restored task skips the warm-up.  As in
   ``tuning.tune``, an existing ``RecordToFile`` log is reused only when asked (as TVM).
 - builder and runner are closed when ``tune`` returns, whatever happened;
 - tasks with a registered default schedule (``autosched.defaults``; every task from

@@ -1,9 +1,11 @@
 """Tuning loop: TuningOptions, tune(task), resume from a log, apply/print the best.
 
-Resume: records already in a ``RecordToFile`` log for the same workload and target are
-preloaded into the policy (never measured again, and the model learns from them); the
-``num_measure_trials`` budget counts new measurements on top.  Progress callbacks get
-(trials done, budget, best cost) after every round.
+Resume, as TVM: only when asked.  ``SketchPolicy(task, init_search_callbacks=
+[PreloadMeasuredStates(log)])`` preloads the log's records of the task (never measured
+again, and the model learns from them; ``TuneStats.preloaded`` counts them); the
+``num_measure_trials`` budget counts new measurements on top.  Without it an existing
+``RecordToFile`` log only gets new records appended (a one-line hint says how to resume
+when ``verbose >= 1``).  Progress callbacks get the TuneStats after every round.
 """
 from __future__ import annotations
 
@@ -14,24 +16,26 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from records import load_records, target_matches
-
 from .checks import check_fields
 from .defaults import measure_default_costs
 from .errors import AutoSchedError, InvalidStepError
 from .measure.builder import LocalBuilder
 from .measure.dask import ClusterError
 from .measure.measurer import (
-    MeasureInput,
-    MeasureResult,
     ProgramMeasurer,
     RecordToFile,
     TuningStopped,
     was_cut_off,
 )
 from .measure.runner import LocalRunner
+from .search.callbacks import PreloadMeasuredStates, matching_records, preload
 from .search.policy import SketchPolicy
 from .steps import serialize
+
+__all__ = ["TuningOptions", "TuneStats", "tune", "matching_records", "preload",
+           "best_state", "apply_best", "print_best", "PRINT_MODES"]
+
+PRINT_MODES = ("schedule",)   # TVM also has "cuda": refused, this compiler targets CPUs
 
 
 @dataclass
@@ -87,39 +91,11 @@ class TuneStats:
         return max(0.0, self.wall_seconds - busy) / self.wall_seconds if self.wall_seconds else 0.0
 
 
-def matching_records(log: str, task) -> list:
-    """Records of ``log`` for the task's workload key and a compatible target (same kind
-    and CPU; ``-keys``/``-num-cores`` may differ, as in TVM logs).  Missing log: none."""
-    if not log or not os.path.exists(log):
-        return []
-    target = str(task.target)
-    return [r for r in load_records(log)
-            if r.input.workload_key == task.workload_key
-            and target_matches(r.input.target, target, "compatible")]
-
-
-def preload(policy, log: str) -> int:
-    """Feed an existing log to the policy; returns how many records were loaded."""
-    inputs, results = [], []
-    for rec in matching_records(log, policy.task):
-        try:
-            state = serialize.state_from_record(policy.task, rec)
-        except InvalidStepError:
-            continue
-        r = rec.result
-        inputs.append(MeasureInput(policy.task, state))
-        results.append(MeasureResult(list(r.costs), r.error_no, "", r.all_cost, r.timestamp))
-    if inputs:
-        policy.record_measured(inputs, results)
-    return len(inputs)
-
-
 def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     policy = search_policy or SketchPolicy(task, verbose=options.verbose)
-    stats = TuneStats()
-    for cb in options.measure_callbacks:
-        if isinstance(cb, RecordToFile):
-            stats.preloaded += preload(policy, cb.filename)
+    stats = TuneStats(preloaded=getattr(policy, "preloaded", 0))
+    if options.verbose >= 1 and not _asked_to_preload(policy):
+        _hint_existing_log(options)
     if policy.measured:
         stats.best_cost = min(c for c, _ in policy.measured)
     measurer = ProgramMeasurer(options.make_builder(), options.make_runner(),
@@ -166,6 +142,23 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     return stats
 
 
+def _asked_to_preload(policy) -> bool:
+    """A PreloadMeasuredStates init callback, or a policy that already has states."""
+    return bool(getattr(policy, "measured_keys", None)) or any(
+        isinstance(cb, PreloadMeasuredStates)
+        for cb in getattr(policy, "init_search_callbacks", ()))
+
+
+def _hint_existing_log(options: TuningOptions) -> None:
+    for cb in options.measure_callbacks:
+        if isinstance(cb, RecordToFile) and os.path.exists(cb.filename) \
+                and os.path.getsize(cb.filename) > 0:
+            print(f"tune: log {cb.filename} exists; new records are appended but the old ones "
+                  "are not reused (to resume, pass SketchPolicy(task, init_search_callbacks="
+                  f"[auto.PreloadMeasuredStates({cb.filename!r})]))", flush=True)
+            return
+
+
 def _account(stats, measurer, policy, start) -> None:
     stats.wall_seconds = time.perf_counter() - start
     stats.build_seconds = measurer.total_build_seconds
@@ -201,6 +194,13 @@ def apply_best(task, log: str):
     return task.compute_dag.apply_steps_from_state(state)
 
 
-def print_best(task, log: str) -> str:
+def print_best(task, log: str, print_mode: str = "schedule") -> str:
+    if print_mode == "cuda":
+        raise ValueError(f"print_best print_mode={print_mode!r}: CUDA is not supported (this "
+                         f"compiler targets CPUs); expected one of "
+                         f"{', '.join(map(repr, PRINT_MODES))}")
+    if print_mode not in PRINT_MODES:
+        raise ValueError(f"print_best print_mode={print_mode!r}: expected one of "
+                         f"{', '.join(map(repr, PRINT_MODES))}")
     state, _ = best_state(task, log)
     return task.compute_dag.print_python_code_from_state(state)

@@ -171,7 +171,9 @@ def test_tune_small_matmul_end_to_end_and_resume(tmp_path):
     opts2 = auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4, verbose=0,
                                runner=auto.LocalRunner(number=2),
                                measure_callbacks=[auto.RecordToFile(log)])
-    stats2 = task.tune(opts2, auto.SketchPolicy(task, seed=1, verbose=0))
+    policy = auto.SketchPolicy(task, seed=1, verbose=0,
+                               init_search_callbacks=[auto.PreloadMeasuredStates(log)])
+    stats2 = task.tune(opts2, policy)
     assert stats2.preloaded == 8 and stats2.trials == 4
     new = open(log).read().splitlines()[8:]
     assert len(new) == 4 and not {l.split('"r"')[0] for l in new} & before

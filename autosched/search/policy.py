@@ -2,7 +2,9 @@
 epsilon-greedy picking of the states to measure each round (Ansor's search policy).
 
 Invariants: a state (identified by its printed loop nest) is measured at most once per
-policy, including states loaded from an earlier log; all randomness comes from the
+policy, including states loaded from an earlier log (only when asked: an init search
+callback such as ``PreloadMeasuredStates``, run once by the constructor, as TVM's
+``init_search_callbacks``); all randomness comes from the
 policy's seeded generator; the time spent here (outside build and run) is accumulated
 in ``search_seconds`` so the tuner can report its overhead.
 """
@@ -42,9 +44,22 @@ class SearchParams:
         check_fields(self, ("evolutionary_search_num_iters",), 0, integer=True)
 
 
+def _check_callbacks(callbacks) -> list:
+    if callbacks is None:
+        return []
+    if not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"SketchPolicy init_search_callbacks={callbacks!r}: expected a list "
+                        "of search callbacks, e.g. [PreloadMeasuredStates(log)]")
+    for i, cb in enumerate(callbacks):
+        if not callable(getattr(cb, "callback", None)):
+            raise TypeError(f"SketchPolicy init_search_callbacks[{i}]={cb!r}: expected a "
+                            "SearchCallback (an object with a callback(policy) method)")
+    return list(callbacks)
+
+
 class SketchPolicy:
     def __init__(self, task, program_cost_model=None, params: SearchParams | None = None,
-                 seed: int = 0, verbose: int = 1):
+                 seed: int = 0, verbose: int = 1, init_search_callbacks=None):
         self.task = task
         self.model = program_cost_model or XGBModel(seed=seed)
         self.params = params or SearchParams()
@@ -56,6 +71,10 @@ class SketchPolicy:
         self.measured_keys: set = set()
         self.measured: list = []      # (cost, state) of successful measurements
         self.search_seconds = 0.0
+        self.preloaded = 0            # records loaded by init callbacks (PreloadMeasuredStates)
+        self.init_search_callbacks = _check_callbacks(init_search_callbacks)
+        for cb in self.init_search_callbacks:
+            cb.callback(self)
 
     # ------------------------------------------------------------------ sketches / init
     def generate_sketches(self, print_for_debug: bool = False) -> list:

@@ -1,0 +1,77 @@
+"""Search callbacks (TVM's ``SearchCallback``) and preloading a log into a policy.
+
+Role: ``SketchPolicy(..., init_search_callbacks=[...])`` runs each callback's
+``callback(policy)`` once, when the policy is created.  ``PreloadMeasuredStates(log)``
+feeds the log's records of the policy's task to it, as TVM's does: their states are
+never measured again, the evolutionary search starts from the best of them and the cost
+model learns from them.
+
+Invariants: only records of the policy's workload key on a compatible target (same kind
+and CPU; ``-keys``/``-num-cores`` may differ, as in TVM logs) are loaded; a missing log
+loads nothing; a record whose steps no longer replay is skipped; the number loaded is
+added to ``policy.preloaded``.
+"""
+from __future__ import annotations
+
+import os
+
+from records import load_records, target_matches
+
+from ..errors import InvalidStepError
+from ..measure.measurer import MeasureInput, MeasureResult
+from ..steps import serialize
+
+
+def matching_records(log: str, task) -> list:
+    """Records of ``log`` for the task's workload key and a compatible target (same kind
+    and CPU; ``-keys``/``-num-cores`` may differ, as in TVM logs).  Missing log: none."""
+    if not log or not os.path.exists(log):
+        return []
+    target = str(task.target)
+    return [r for r in load_records(log)
+            if r.input.workload_key == task.workload_key
+            and target_matches(r.input.target, target, "compatible")]
+
+
+def preload(policy, log: str) -> int:
+    """Feed an existing log to the policy; returns how many records were loaded."""
+    inputs, results = [], []
+    for rec in matching_records(log, policy.task):
+        try:
+            state = serialize.state_from_record(policy.task, rec)
+        except InvalidStepError:
+            continue
+        r = rec.result
+        inputs.append(MeasureInput(policy.task, state))
+        results.append(MeasureResult(list(r.costs), r.error_no, "", r.all_cost, r.timestamp))
+    if inputs:
+        policy.record_measured(inputs, results)
+    return len(inputs)
+
+
+class SearchCallback:
+    """Called once with the search policy when the policy is created (TVM's name)."""
+
+    def callback(self, policy) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.callback(policy) is not "
+                                  "implemented; a SearchCallback must define it")
+
+
+class PreloadMeasuredStates(SearchCallback):
+    """Load the measured states of ``filename`` into the policy (resume a search)."""
+
+    def __init__(self, filename):
+        if not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(f"PreloadMeasuredStates filename={filename!r}: expected a path "
+                            "to a tuning log")
+        self.filename = os.fspath(filename)
+
+    def callback(self, policy) -> None:
+        n = preload(policy, self.filename)
+        policy.preloaded = getattr(policy, "preloaded", 0) + n
+        if getattr(policy, "verbose", 0) >= 1:
+            print(f"SearchPolicy: Loaded {n} measured states of {policy.task.workload_key} "
+                  f"from {self.filename}.", flush=True)
+
+    def __repr__(self):
+        return f"PreloadMeasuredStates({self.filename!r})"
