@@ -1,17 +1,20 @@
 """A pure-Python tensor compiler: TE -> schedule -> TIR -> LLVM (llvmlite) -> JIT.
 
-``compiler`` plays the role of ``tvm``: ``compiler.te``, ``compiler.tir``,
+``compiler`` plays the role of ``tvm``: ``compiler.te``, ``compiler.tir``, ``compiler.topi``,
 ``compiler.relay``, ``compiler.transform.PassContext``, ``compiler.IRModule``,
-``compiler.cpu(0)``, ``compiler.nd.array``, ``compiler.contrib.graph_executor``.
+``compiler.cpu(0)``, ``compiler.device("llvm")``, ``compiler.nd.array``,
+``compiler.target.Target``, ``compiler.testing``, ``compiler.contrib.graph_executor``.
+Importing it imports topi, which gives te tensors their arithmetic operators.
 """
-from . import contrib, errors, nd, relay, runtime, te, tir, transform
+from . import contrib, errors, nd, relay, runtime, target, te, testing, tir, topi, transform
 from .build import build, build_object, lower
 from .errors import BuildError, CodegenError, CompilerError, LoweringError, ScheduleError, TEError
 from .relay.module import IRModule
 from .runtime.ndarray import Device, cpu, device
 from .target import Target, parse_target
 
-__all__ = ["te", "tir", "relay", "runtime", "transform", "contrib", "nd", "errors", "lower",
+__all__ = ["te", "tir", "topi", "target", "testing", "relay", "runtime", "transform", "contrib",
+           "nd", "errors", "lower",
            "build", "build_object", "IRModule", "Device", "cpu", "device", "Target",
            "parse_target", "CompilerError", "TEError", "ScheduleError", "LoweringError",
            "CodegenError", "BuildError"]

@@ -23,6 +23,8 @@ from .tir.stmt import PrimFunc
 
 
 def _target(target) -> Target:
+    if target is None:      # TVM: the target of the enclosing ``with Target(...)``, else llvm
+        return Target.current() or parse_target("llvm")
     if isinstance(target, (Target, str)):
         return parse_target(target)
     raise TypeError(f"target {target!r}: expected a Target or a string such as 'llvm'")
@@ -55,9 +57,12 @@ def build_object(func: PrimFunc, target="llvm", opt_level=None, cache=DEFAULT_CA
     return obj, meta, ir_text
 
 
-def build(inputs, args=None, target="llvm", name: str = "default_function",
+def build(inputs, args=None, target=None, name: str = "default_function",
           opt_level=None) -> Module:
-    """Build a Schedule (with ``args``) or a lowered PrimFunc into a callable Module."""
+    """Build a Schedule (with ``args``) or a lowered PrimFunc into a callable Module.
+
+    ``target=None`` is the Target of the enclosing ``with Target(...)`` block, else "llvm".
+    """
     tgt = _target(target)
     func = lower(inputs, args, name=name)
     obj, meta, ir_text = build_object(func, tgt, opt_level)

@@ -4,10 +4,16 @@ A Target is immutable and its ``str()`` is stable (options in a fixed order, hos
 filled in), because it is written into tuning records and hashed into cache keys.
 ``parse_target(str(t)) == t`` holds for every Target built by ``parse_target``: a triple
 other than the host's is written out as ``-mtriple=`` so it survives the round trip.
+
+TVM's spellings work too: ``Target("llvm -mcpu=X")`` is ``parse_target("llvm -mcpu=X")``
+(the field form ``Target(kind, mcpu, mattr, num_cores, triple[, opt_level])`` stays),
+``target.kind.name`` is ``"llvm"`` (``kind`` is a str with a ``name``), and
+``with Target(...):`` makes it ``Target.current()`` for the block (per thread, nested).
 """
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from functools import cache
 
@@ -33,18 +39,76 @@ def host_cpu() -> tuple:
     return llvm.get_host_cpu_name(), flat, llvm.get_process_triple()
 
 
-@dataclass(frozen=True)
+class TargetKind(str):
+    """A target's kind: the string ``"llvm"``, with TVM's ``kind.name``."""
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+
+_SCOPE = threading.local()     # .stack: the Targets of the enclosing ``with`` blocks
+_FIELDS = ("kind", "mcpu", "mattr", "num_cores", "triple", "opt_level")
+
+
+def _scope_stack() -> list:
+    stack = getattr(_SCOPE, "stack", None)
+    if stack is None:
+        stack = _SCOPE.stack = []
+    return stack
+
+
+@dataclass(frozen=True, init=False)
 class Target:
-    kind: str
+    kind: TargetKind
     mcpu: str
     mattr: tuple
     num_cores: int
     triple: str
     opt_level: int = 3
 
+    def __init__(self, kind, mcpu=None, mattr=(), num_cores=None, triple=None,
+                 opt_level=3, host=None):
+        if mcpu is None:      # TVM's Target("llvm -mcpu=..."), or a copy of a Target
+            if mattr != () or num_cores is not None or triple is not None or opt_level != 3:
+                raise TypeError("Target(text): give the options inside the string, e.g. "
+                                "Target(\"llvm -mcpu=znver4 -num-cores=4\")")
+            if host is not None:
+                parse_target(host)          # only the CPU exists: the host is the target
+            t = parse_target(kind)
+            values = tuple(getattr(t, f) for f in _FIELDS)
+        else:
+            if num_cores is None or triple is None:
+                raise TypeError("Target(kind, mcpu, mattr, num_cores, triple[, opt_level]): "
+                                "num_cores and triple are required")
+            values = (TargetKind(kind), mcpu, tuple(mattr), num_cores, triple, opt_level)
+        for name, value in zip(_FIELDS, values):
+            object.__setattr__(self, name, value)
+
     @staticmethod
     def from_string(text: str) -> Target:
         return parse_target(text)
+
+    @staticmethod
+    def current(allow_none: bool = True) -> Target | None:
+        """The Target of the innermost enclosing ``with Target(...)`` block (TVM's)."""
+        stack = _scope_stack()
+        if stack:
+            return stack[-1]
+        if not allow_none:
+            raise BuildError("Target.current(allow_none=False): no target is in scope; "
+                             "use `with Target(\"llvm\"):`")
+        return None
+
+    def __enter__(self) -> Target:
+        _scope_stack().append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stack = _scope_stack()
+        if stack and stack[-1] is self:
+            stack.pop()
 
     @property
     def features(self) -> str:

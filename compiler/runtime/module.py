@@ -271,16 +271,22 @@ class Module:
             raise KeyError(f"module has no function {name!r}; it has {list(self._functions)}")
         return f
 
-    def time_evaluator(self, func_name=None, number: int = 10, repeat: int = 1,
+    def time_evaluator(self, func_name=None, dev=None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, enable_cpu_cache_flush: bool = False,
                        warmup: bool = True):
         """A callable ``(*arrays) -> ProfileResult`` timing ``func_name`` (default: entry).
+
+        TVM's signature: ``time_evaluator(mod.entry_name, dev, number=10)``; ``dev`` (a CPU
+        Device, or None) is checked and otherwise unused, since kernels run on the CPU.
 
         Each repeat is one native call of ``<name>__repeat(..., number)``; ``min_repeat_ms``
         grows ``number`` until one repeat lasts that long; the cache flush overwrites a
         buffer larger than the last-level cache before every repeat.  One untimed warm-up
         call precedes the repeats unless ``warmup=False``.
         """
+        if dev is not None and getattr(dev, "device_type", None) != 1:
+            raise TypeError(f"time_evaluator(func_name, dev, number=...): dev {dev!r} must be "
+                            "a CPU device such as compiler.cpu(0) (pass number= by keyword)")
         func = self.get_function(self.entry_name if func_name is None else func_name)
         ev = Evaluator(func, number, repeat, min_repeat_ms, enable_cpu_cache_flush)
         ev.warmup = bool(warmup)   # callers that already ran the kernel skip the extra call

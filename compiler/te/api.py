@@ -7,6 +7,7 @@ splits a reduction into an init and an update statement.
 from __future__ import annotations
 
 import inspect
+import numbers
 
 from ..errors import TEError
 from ..tir import dtype as dt
@@ -21,6 +22,7 @@ def _static_shape(shape, what: str) -> tuple:
         shape = (shape,)
     out = []
     for s in shape:
+        s = _integral_float(s, shape, what)
         if isinstance(s, E.IntImm) or (isinstance(s, int) and not isinstance(s, bool)) or \
                 hasattr(s, "__index__"):
             v = s.value if isinstance(s, E.IntImm) else int(s)
@@ -31,6 +33,19 @@ def _static_shape(shape, what: str) -> tuple:
             raise TEError(f"{what}: shape {tuple(shape)} has non-constant extent {s}; "
                           "only static shapes are supported")
     return tuple(out)
+
+
+def _integral_float(s, shape, what: str):
+    """A float extent with an integral value (``N / bn`` in Python 3) as an int, as TVM
+    converts it; a fractional one is a TEError.  Anything else is returned unchanged."""
+    if isinstance(s, E.FloatImm):
+        s = s.value
+    if not isinstance(s, numbers.Real) or isinstance(s, numbers.Integral):
+        return s
+    f = float(s)
+    if not f.is_integer():
+        raise TEError(f"{what}: shape {tuple(shape)} has non-integral extent {s}")
+    return int(f)
 
 
 def placeholder(shape, dtype: str = "float32", name: str = "placeholder") -> Tensor:

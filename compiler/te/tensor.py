@@ -4,9 +4,15 @@ Invariants: an Operation is immutable and compared by identity; a Tensor is the 
 (op, value_index) and compares by that pair, so ``C.op.output(0) == C``.  Shapes are
 static: every extent is an ``IntImm``.  ``ComputeOp.body`` holds one expression per
 output; for reductions each is a top-level ``Reduce`` sharing one combiner and axis list.
+
+``A + B``, ``A + 1``, ``2.0 * A``, ``A / B``, ``-A`` on tensors build new tensors through
+topi's broadcasts, as in TVM; topi (a higher floor) registers them with
+``register_tensor_ops`` when imported (``import compiler`` imports it).  ``==`` stays the
+identity-like comparison above, so tensors keep working as dict keys.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from ..errors import TEError
@@ -15,12 +21,46 @@ from ..tir import expr as E
 from ..tir import op as _op
 from ..tir.functor import Visitor
 
+# operator name -> (lhs, rhs) -> Tensor ("negative": (x) -> Tensor); filled by compiler.topi.
+_TENSOR_OPS: dict = {}
+
+
+def register_tensor_ops(**impls) -> None:
+    """Install the implementations of the arithmetic operators on tensors (topi's)."""
+    unknown = set(impls) - {"add", "subtract", "multiply", "divide", "negative"}
+    if unknown:
+        raise TEError(f"register_tensor_ops: unknown operators {sorted(unknown)}")
+    _TENSOR_OPS.update(impls)
+
+
+def _tensor_op(name: str, *args):
+    for a in args:
+        if not isinstance(a, (Tensor, E.PrimExpr, numbers.Number)):
+            return NotImplemented
+    impl = _TENSOR_OPS.get(name)
+    if impl is None:
+        raise TEError(f"tensor operator {name} needs compiler.topi: import compiler.topi")
+    args = tuple(a.item() if isinstance(a, numbers.Number) and hasattr(a, "item") else a
+                 for a in args)   # numpy scalars as Python numbers
+    return impl(*args)
+
 
 class Tensor:
     """One output of an operation; index it as ``T[i, j]`` or ``T(i, j)``."""
     __slots__ = ("op", "value_index")
     op: Any
     value_index: int
+    __array_ufunc__ = None     # ``np.float32(2) * A`` defers to Tensor.__rmul__
+
+    def __add__(self, o): return _tensor_op("add", self, o)
+    def __radd__(self, o): return _tensor_op("add", o, self)
+    def __sub__(self, o): return _tensor_op("subtract", self, o)
+    def __rsub__(self, o): return _tensor_op("subtract", o, self)
+    def __mul__(self, o): return _tensor_op("multiply", self, o)
+    def __rmul__(self, o): return _tensor_op("multiply", o, self)
+    def __truediv__(self, o): return _tensor_op("divide", self, o)
+    def __rtruediv__(self, o): return _tensor_op("divide", o, self)
+    def __neg__(self): return _tensor_op("negative", self)
 
     def __init__(self, op, value_index: int = 0):
         object.__setattr__(self, "op", op)

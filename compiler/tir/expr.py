@@ -8,6 +8,7 @@ Invariants:
   identity test, so expressions still work as dict keys and in ``in`` tests.  Any other
   symbolic expression refuses ``bool()`` to catch accidental Python control flow.
 - Arithmetic operators fold constants through ``tir.op`` so the printed IR stays short.
+- ``int(IntImm)`` and ``float(FloatImm)`` give the constant's value, as in TVM.
 """
 from __future__ import annotations
 
@@ -86,11 +87,17 @@ class IntImm(PrimExpr):
     dtype: str
     value: int
 
+    def __int__(self) -> int:      # TVM: int(C.shape[0]), int(k.dom.extent)
+        return int(self.value)
+
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class FloatImm(PrimExpr):
     dtype: str
     value: float
+
+    def __float__(self) -> float:
+        return float(self.value)
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)

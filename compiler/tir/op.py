@@ -395,6 +395,16 @@ def any_(*conds) -> PrimExpr:
     return out
 
 
+def indexdiv(a, b) -> PrimExpr:
+    """TVM's ``indexdiv``: division of (non-negative) index expressions, i.e. floordiv."""
+    return floordiv(a, b)
+
+
+def indexmod(a, b) -> PrimExpr:
+    """TVM's ``indexmod``: remainder of (non-negative) index expressions, i.e. floormod."""
+    return floormod(a, b)
+
+
 def min_value(dtype: str) -> PrimExpr:
     if dt.is_float(dtype):
         return const(-math.inf, dtype)

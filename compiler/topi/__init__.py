@@ -11,6 +11,7 @@ Layout: elementwise math (``math``), broadcasting binary ops (``broadcast``), re
 (``tag.pattern_of``; ``tag.pattern_of_dag`` for a whole op's result).  Errors are
 ``compiler.errors.TEError`` naming op and argument.
 """
+from ..te import tensor as _te_tensor
 from . import generic, image, nn, tag, x86
 from .broadcast import (
                         add,
@@ -42,6 +43,7 @@ from .math import (  # noqa: A004
                         cast,
                         ceil,
                         clip,
+                        elemwise_sum,
                         erf,
                         exp,
                         floor,
@@ -60,5 +62,9 @@ from .math import (  # noqa: A004
 from .reduction import all, any, argmax, argmin, max, mean, min, prod, sum  # noqa: A004
 from .tag import pattern_of, pattern_of_dag
 from .transform import concatenate, expand_dims, flatten, reshape, split, squeeze, stack, transpose
+
+# ``A + B`` on te tensors lowers to these broadcasts, as TVM's topi.generic_op_impl does.
+_te_tensor.register_tensor_ops(add=add, subtract=subtract, multiply=multiply, divide=divide,
+                               negative=negative)
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -11,7 +11,7 @@ import math as _pymath
 from ..tir import dtype as dt
 from ..tir import op as _op
 from . import tag as _tag
-from .utils import check_dtype, check_tensor, error, make
+from .utils import check_dtype, check_tensor, const_tuple, error, make
 
 
 def _unary(name: str, fn, float_only: bool):
@@ -87,3 +87,23 @@ def logical_not(x):
         raise error("topi.logical_not", "x", x, "a bool tensor")
     return make(x.shape, lambda *i: _op.logical_not(x(*i)), name="T_logical_not",
                 tag=_tag.ELEMWISE)
+
+
+def elemwise_sum(xs):
+    """The elementwise sum of a non-empty list of tensors of one shape and dtype (TVM's
+    ``topi.elemwise_sum``)."""
+    if not isinstance(xs, (list, tuple)) or not xs:
+        raise error("topi.elemwise_sum", "xs", xs, "a non-empty list of te.Tensors")
+    for k, x in enumerate(xs):
+        check_tensor("topi.elemwise_sum", f"xs[{k}]", x)
+        if const_tuple(x.shape) != const_tuple(xs[0].shape) or x.dtype != xs[0].dtype:
+            raise error("topi.elemwise_sum", f"xs[{k}]", x,
+                        f"the shape and dtype of xs[0] {const_tuple(xs[0].shape)} "
+                        f"{xs[0].dtype}")
+
+    def f(*i):
+        acc = xs[0](*i)
+        for x in xs[1:]:
+            acc = _op.add(acc, x(*i))
+        return acc
+    return make(xs[0].shape, f, name="T_elemwise_sum", tag=_tag.ELEMWISE)
