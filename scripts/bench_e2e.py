@@ -49,29 +49,24 @@ def _time(fn, number: int) -> float:
     return (time.perf_counter() - t0) / number
 
 
-def bench(name: str, rounds: int, number: int, log=None) -> dict:
-    model, inputs = onnx_models.MODELS[name]()
-    x = np.random.default_rng(0).standard_normal(inputs["data"]).astype("float32")
+def ort_session(model):
+    """onnxruntime on 2 intra-op threads, spinning off (its idle threads would otherwise
+    steal the cores from the next measurement)."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = 2
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), so,
+    return ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
-    ref = sess.run(None, {"data": x})[0]
-    mod, params = relay.frontend.from_onnx(model)
-    builds = {"default": _build(mod, params)}
-    if log:
-        builds["tuned"] = _build(mod, params, log)
-    mods = {}
-    row: dict = {"model": name}
-    for kind, (lib, secs) in builds.items():
-        m = GraphModule(lib["default"](compiler.cpu(0)))
+
+
+def race(sess, x, ref, mods: dict, rounds: int, number: int, row: dict) -> None:
+    """Check every module's output against onnxruntime's ``ref``, then time onnxruntime
+    and the modules in alternation; medians and per-round ratios go into ``row``."""
+    for kind, m in mods.items():
         m.set_input("data", x)
         m.run()
         out = m.get_output(0).numpy()
         row[f"{kind}_rel_err"] = float(np.abs(out - ref).max() / np.abs(ref).max())
-        row[f"{kind}_build_s"] = round(secs, 2)
-        mods[kind] = m
     samples: dict = {k: [] for k in ["ort", *mods]}
     for _ in range(rounds):
         samples["ort"].append(_time(lambda: sess.run(None, {"data": x}), number))
@@ -82,6 +77,25 @@ def bench(name: str, rounds: int, number: int, log=None) -> dict:
         row[f"{kind}_ms"] = round(statistics.median(samples[kind]) * 1e3, 3)
         row[f"{kind}_vs_ort"] = round(statistics.median(
             a / b for a, b in zip(samples[kind], samples["ort"])), 3)
+        row[f"{kind}_speedup_vs_default"] = round(statistics.median(
+            d / a for a, d in zip(samples[kind], samples["default"])), 3)
+
+
+def bench(name: str, rounds: int, number: int, log=None) -> dict:
+    model, inputs = onnx_models.MODELS[name]()
+    x = np.random.default_rng(0).standard_normal(inputs["data"]).astype("float32")
+    sess = ort_session(model)
+    ref = sess.run(None, {"data": x})[0]
+    mod, params = relay.frontend.from_onnx(model)
+    builds = {"default": _build(mod, params)}
+    if log:
+        builds["tuned"] = _build(mod, params, log)
+    row: dict = {"model": name}
+    mods = {}
+    for kind, (lib, secs) in builds.items():
+        row[f"{kind}_build_s"] = round(secs, 2)
+        mods[kind] = GraphModule(lib["default"](compiler.cpu(0)))
+    race(sess, x, ref, mods, rounds, number, row)
     row["top_kernels"] = profile(mods["default"])[:5]
     return row
 

@@ -21,11 +21,10 @@ import json
 import math
 import os
 import pathlib
-import statistics
 import time
 
 import numpy as np
-import onnxruntime as ort
+from bench_e2e import _build, ort_session, race
 
 import autosched as auto
 import compiler
@@ -36,18 +35,6 @@ from compiler import relay
 from compiler.relay.backend.graph_executor import GraphModule
 from compiler.relay.testing import onnx_models
 from records import load_records
-
-
-def _build(mod, params, log=None):
-    t0 = time.perf_counter()
-    config = {"relay.backend.use_auto_scheduler": log is not None}
-    with compiler.transform.PassContext(opt_level=3, config=config):
-        if log is None:
-            lib = relay.build(mod, "llvm", params=params)
-        else:
-            with auto.ApplyHistoryBest(log):
-                lib = relay.build(mod, "llvm", params=params)
-    return lib, time.perf_counter() - t0
 
 
 def log_curve(tasks, weights, log: str, defaults: list, step: int) -> list:
@@ -96,41 +83,10 @@ def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool) -> d
     return row
 
 
-def _time(fn, number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
-def race(sess, x, ref, mods: dict, rounds: int, number: int, row: dict) -> None:
-    for kind, m in mods.items():
-        m.set_input("data", x)
-        m.run()
-        out = m.get_output(0).numpy()
-        row[f"{kind}_rel_err"] = float(np.abs(out - ref).max() / np.abs(ref).max())
-    samples: dict = {k: [] for k in ["ort", *mods]}
-    for _ in range(rounds):
-        samples["ort"].append(_time(lambda: sess.run(None, {"data": x}), number))
-        for kind, m in mods.items():
-            samples[kind].append(_time(m.run, number))
-    row["ort_ms"] = round(statistics.median(samples["ort"]) * 1e3, 3)
-    for kind in mods:
-        row[f"{kind}_ms"] = round(statistics.median(samples[kind]) * 1e3, 3)
-        row[f"{kind}_vs_ort"] = round(statistics.median(
-            a / b for a, b in zip(samples[kind], samples["ort"])), 3)
-        row[f"{kind}_speedup_vs_default"] = round(statistics.median(
-            d / a for a, d in zip(samples[kind], samples["default"])), 3)
-
-
 def bench(name: str, args) -> dict:
     model, inputs = onnx_models.MODELS[name]()
     x = np.random.default_rng(0).standard_normal(inputs["data"]).astype("float32")
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
+    sess = ort_session(model)
     ref = sess.run(None, {"data": x})[0]
     mod, params = relay.frontend.from_onnx(model)
     tasks, weights = auto.extract_tasks(mod, params, "llvm")
@@ -160,7 +116,7 @@ def print_table(rows) -> None:
               f"{'est. ms':>8} | {'rel err':>8} | curve (est. ms per 100 trials)")
         for s, d in r["strategies"].items():
             print(f"{s:>12} | {r[s + '_ms']:>9} | {r[s + '_vs_ort']:>6} | "
-                  f"{r[s + '_speedup_vs_default']:>9}x | {d['estimated_ms']:>8} | "
+                  f"{r[s + '_speedup_vs_default']:>9}x | {d['estimated_ms']!s:>8} | "
                   f"{r[s + '_rel_err']:8.1e} | {d['curve_ms_per_100']}")
 
 
