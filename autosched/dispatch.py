@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import math
 import os
 import warnings
@@ -39,6 +40,7 @@ from .task import SearchTask
 __all__ = ["ApplyHistoryBest", "DispatchContext"]
 
 _TOP_K = 4
+_log = logging.getLogger("autosched")
 
 
 class DispatchContext:
@@ -172,6 +174,14 @@ class ApplyHistoryBest(DispatchContext):
             self.hits += 1
             return sch
         return None
+
+    def __exit__(self, *exc) -> None:
+        super().__exit__(*exc)
+        if self.default_faster:
+            # relay.build counts these among its fallbacks; say why they fell back
+            _log.info("ApplyHistoryBest: %d groups used a record; %d kept their default "
+                      "schedule because it is faster than every record (LOG.tasks.json)",
+                      self.hits, self.default_faster)
 
     def __repr__(self) -> str:
         return f"ApplyHistoryBest({len(self._best)} workloads, {self._n} valid records)"

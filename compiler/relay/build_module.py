@@ -74,7 +74,8 @@ def build(mod, target="llvm", params=None, target_host=None, executor=None, runt
         msg = (f"relay.build: {stats['tuned_groups']} tunable fused groups used tuned "
                f"schedules, {stats['fallback_groups']} fell back to the default schedule")
         if stats["fallback_groups"] and use:
-            _log.warning("Cannot find tuned schedules for %d of %d tunable groups; %s",
+            _log.warning("Cannot find tuned schedules (or the default schedule is faster) "
+                         "for %d of %d tunable groups; %s",
                          stats["fallback_groups"],
                          stats["tuned_groups"] + stats["fallback_groups"], msg)
         else:
