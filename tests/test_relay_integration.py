@@ -64,6 +64,14 @@ def sampled_record(task, cost=1e-4, seed=0, target=None) -> Record:
     return rec
 
 
+def stale_twin(good: Record) -> Record:
+    """A cheaper record of the same workload whose step names a stage that does not exist."""
+    return Record(good.input.__class__(good.input.workload_key, good.input.target,
+                                       good.input.hardware_params,
+                                       steps=(("SP", 99, 0, 8, (2,), 1),)),
+                  good.result.__class__((1e-5,), 0, 0.1, 1.0))
+
+
 def build(mod, params=None, ctx=None):
     with compiler.transform.PassContext(opt_level=3, config=USE_AUTO):
         if ctx is None:
@@ -173,10 +181,7 @@ def test_missing_records_fall_back_and_are_counted(net, tmp_path, caplog):
 def test_stale_record_falls_back_to_the_next_one(net, tmp_path):
     mod, tasks, x, expected = net
     good = sampled_record(tasks[0], cost=2e-4)
-    stale = Record(good.input.__class__(good.input.workload_key, good.input.target,
-                                        good.input.hardware_params,
-                                        steps=(("SP", 99, 0, 8, (2,), 1),)),
-                   good.result.__class__((1e-5,), 0, 0.1, 1.0))
+    stale = stale_twin(good)
     log = tmp_path / "stale.json"
     save_records(log, [good, stale])
     ctx = auto.ApplyHistoryBest(str(log))
@@ -277,10 +282,7 @@ def test_apply_best_and_resume_accept_a_tvm_style_target(net, tmp_path):
 def test_apply_best_skips_a_cheaper_record_that_does_not_replay(net, tmp_path):
     _mod, tasks, _x, _expected = net
     good = sampled_record(tasks[0], cost=2e-4)
-    stale = Record(good.input.__class__(good.input.workload_key, good.input.target,
-                                        good.input.hardware_params,
-                                        steps=(("SP", 99, 0, 8, (2,), 1),)),
-                   good.result.__class__((1e-5,), 0, 0.1, 1.0))
+    stale = stale_twin(good)
     log = tmp_path / "stale.json"
     save_records(log, [good, stale])
     with pytest.warns(UserWarning, match="no longer applies"):
