@@ -1,7 +1,16 @@
 """Ansor-style auto-scheduler: sketches, evolutionary search, measurement, records.
 
 Names follow TVM's ``tvm.auto_scheduler``.
+
+Importing this package also makes it reachable as ``compiler.auto_scheduler``, so a TVM
+script's ``tvm.auto_scheduler.SearchTask`` works after ``import compiler as tvm``.  The
+registration happens here rather than in ``compiler`` because the compiler core must never
+import the auto-scheduler (layering rule); a script that names ``auto_scheduler`` has
+imported it first.
 """
+import sys
+
+import compiler
 from records import load_records, save_records
 
 from .compute_dag import ComputeDAG
@@ -50,3 +59,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "SearchCallback", "PreloadMeasuredStates"]
+
+# Registered last, once every name above exists (see the module docstring).
+compiler.auto_scheduler = sys.modules[__name__]  # type: ignore[attr-defined]
+sys.modules.setdefault("compiler.auto_scheduler", sys.modules[__name__])

@@ -7,12 +7,14 @@ Measurements are faked (a builder that builds nothing, a runner whose cost is a 
 the state), so the tests are fast and deterministic.
 """
 import json
+import sys
 import zlib
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
 
 import autosched as auto
+import compiler
 from autosched.measure.measurer import BuildResult
 from autosched.tuning import preload
 from compiler import te
@@ -235,3 +237,10 @@ def test_apply_steps_from_state_layout_rewrite(log):
                            match=rf"layout_rewrite={on!r}: layout rewrite is not "
                                  "implemented yet; expected False or 0"):
             dag.apply_steps_from_state(inp.state, layout_rewrite=on)
+
+
+def test_reachable_as_compiler_auto_scheduler():
+    """TVM scripts write ``tvm.auto_scheduler.SearchTask`` after ``import tvm``."""
+    assert compiler.auto_scheduler is auto
+    assert sys.modules["compiler.auto_scheduler"] is auto
+    assert compiler.auto_scheduler.SearchTask is auto.SearchTask

@@ -88,6 +88,9 @@ def test_nd_array_empty_and_kernels_taking_ndarrays():
     f(a, b.numpy(), out)                      # NDArrays and numpy arrays mixed
     np.testing.assert_allclose(out.numpy(), a.numpy() + b.numpy())
     assert out.numpy() is not out.numpy()     # numpy() copies, as TVM's
+    kw = tvm.nd.array(a.numpy(), device=dev)  # TVM's keyword names
+    assert kw.device == dev and tvm.nd.empty((2,), device=dev).device == dev
+    np.testing.assert_array_equal(kw.numpy(), a.numpy())
 
 
 # ------------------------------------------------------------------ item 3: time_evaluator

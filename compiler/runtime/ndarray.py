@@ -88,14 +88,16 @@ class NDArray:
         return f"<tvm.nd.NDArray shape={self.shape}, {self.device}>\n{self._data!r}"
 
 
-def array(arr, dev: Device | None = None) -> NDArray:
-    """A new NDArray holding a copy of ``arr`` (numpy array, list or NDArray)."""
+def array(arr, device: Device | None = None) -> NDArray:
+    """A new NDArray holding a copy of ``arr`` (numpy array, list or NDArray).
+
+    ``device`` is TVM's keyword name; it may also be given positionally."""
     src = arr.numpy() if isinstance(arr, NDArray) else np.asarray(arr)
     data = empty_aligned(src.shape, src.dtype)
     data[...] = src
-    return NDArray(data, dev)
+    return NDArray(data, device)
 
 
-def empty(shape, dtype="float32", dev: Device | None = None) -> NDArray:
+def empty(shape, dtype="float32", device: Device | None = None) -> NDArray:
     shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
-    return NDArray(empty_aligned(shape, dtype), dev)
+    return NDArray(empty_aligned(shape, dtype), device)
