@@ -18,6 +18,7 @@ from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
 from .dispatch import ApplyHistoryBest, DispatchContext
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
+from .layout_rewrite import LayoutRewriteOption, LayoutTransform
 from .measure.builder import BuildCutoff, LocalBuilder
 from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .measure.measurer import (
@@ -58,7 +59,8 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
            "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
-           "SearchCallback", "PreloadMeasuredStates"]
+           "SearchCallback", "PreloadMeasuredStates", "LayoutRewriteOption",
+           "LayoutTransform"]
 
 # Registered last, once every name above exists (see the module docstring).
 compiler.auto_scheduler = sys.modules[__name__]  # type: ignore[attr-defined]

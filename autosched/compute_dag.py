@@ -17,6 +17,7 @@ from compiler.tir.functor import Visitor
 from . import state as S
 from .errors import AutoSchedError
 from .features.access import AccessAnalyzer
+from .layout_rewrite import LayoutRewriteOption, replay_rewritten
 from .steps.printing import PyNames, unique_names
 from .steps.registry import apply_step, apply_to_schedule, check_state
 
@@ -79,19 +80,24 @@ class ComputeDAG:
                 self._replay_cache.popitem(last=False)
         return sch
 
-    def apply_steps_from_state(self, state, layout_rewrite=False):
-        """(te Schedule, tensors) for ``state``: what to lower and build.
+    def apply_steps_from_state(self, state, layout_rewrite=LayoutRewriteOption.NO_REWRITE):
+        """(te Schedule, argument tensors) for ``state``: what to lower and build.
 
-        ``layout_rewrite``: False/0 (TVM's ``LayoutRewriteOption.NO_REWRITE``) only; a true
-        value raises NotImplementedError (layout rewrite is not implemented yet).
-        Raises InvalidStepError for a state that does not apply (see ``check_state``).
+        ``layout_rewrite`` (TVM's LayoutRewriteOption, see layout_rewrite.py): with
+        REWRITE_FOR_PRE_TRANSFORMED the layout-free weights among the arguments are
+        replaced by tensors of their new shape (``layout_transforms`` makes such data);
+        with INSERT_TRANSFORM_STAGE the function keeps its arguments and transforms the
+        weight itself.  Raises InvalidStepError for a state that does not apply.
         """
-        if layout_rewrite:
-            raise NotImplementedError(
-                f"ComputeDAG.apply_steps_from_state layout_rewrite={layout_rewrite!r}: layout "
-                "rewrite is not implemented yet; expected False or 0 (no rewrite)")
         check_state(state)
-        return self.replay(state.transform_steps), list(self.tensors)
+        sch, args, _ = replay_rewritten(self, state.transform_steps, layout_rewrite)
+        return sch, args
+
+    def layout_transforms(self, state) -> list:
+        """The LayoutTransform of each weight REWRITE_FOR_PRE_TRANSFORMED rewrites."""
+        check_state(state)
+        return replay_rewritten(self, state.transform_steps,
+                                LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)[2]
 
     def state_from_steps(self, steps) -> S.State:
         state = self.init_state()

@@ -34,6 +34,7 @@ from compiler.target import parse_target
 from records import Record, load_records, target_matches
 
 from .compute_dag import ComputeDAG
+from .layout_rewrite import LayoutRewriteOption
 from .steps import serialize
 from .task import SearchTask
 
@@ -41,6 +42,19 @@ __all__ = ["ApplyHistoryBest", "DispatchContext"]
 
 _TOP_K = 4
 _log = logging.getLogger("autosched")
+
+
+def _replay(dag, state, const_inputs) -> tuple:
+    """(schedule, args, transforms): rewritten for pre-transformed weights when every
+    weight the rewrite touches is a constant input, else as written."""
+    pre = LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED
+    if const_inputs:
+        transforms = dag.layout_transforms(state)
+        if transforms and all(const_inputs[t.arg_index] for t in transforms):
+            sch, args = dag.apply_steps_from_state(state, pre)
+            return sch, args, transforms
+    sch, args = dag.apply_steps_from_state(state)
+    return sch, args, []
 
 
 class DispatchContext:
@@ -155,6 +169,19 @@ class ApplyHistoryBest(DispatchContext):
 
     def query(self, target, workload_key: str, tensors):
         """The schedule of the best replayable record for ``workload_key``, or None."""
+        got = self._replay_best(target, workload_key, tensors, (), False)
+        return None if got is None else got[0]
+
+    def query_layout_rewrite(self, target, workload_key: str, tensors, const_inputs):
+        """(schedule, argument tensors, layout transforms) of the best record, or None.
+
+        Weights that are constants of the graph (``const_inputs``) are read in the layout
+        the tuned kernel walks (REWRITE_FOR_PRE_TRANSFORMED, as it was measured); relay
+        transforms their data once at build time.  When a layout-free weight is not a
+        constant, the kernel keeps the original layout."""
+        return self._replay_best(target, workload_key, tensors, tuple(const_inputs), True)
+
+    def _replay_best(self, target, workload_key, tensors, const_inputs, rewrite):
         self.queries += 1
         recs = self._beats_default(workload_key, self.candidates(target, workload_key))
         if not recs:
@@ -164,7 +191,7 @@ class ApplyHistoryBest(DispatchContext):
         for rec in recs:
             try:
                 state = serialize.state_from_record(task, rec)
-                sch, _ = dag.apply_steps_from_state(state)
+                got = _replay(dag, state, const_inputs if rewrite else ())
             except Exception as err:  # noqa: BLE001 - a stale record must fall back, never fail the build
                 self.stale += 1
                 warnings.warn(f"ApplyHistoryBest: a record of {workload_key} no longer applies "
@@ -172,7 +199,7 @@ class ApplyHistoryBest(DispatchContext):
                               stacklevel=2)
                 continue
             self.hits += 1
-            return sch
+            return got
         return None
 
     def __exit__(self, *exc) -> None:

@@ -14,6 +14,7 @@ from . import tuning as _tuning
 from .checks import check_fields
 from .compute_dag import ComputeDAG
 from .errors import WorkloadError
+from .layout_rewrite import LayoutRewriteOption, as_option
 from .workload import make_workload_key, workload_key_to_tensors
 
 
@@ -47,7 +48,7 @@ class SearchTask:
     """``SearchTask(func=..., args=..., target=...)`` or ``SearchTask(workload_key=...)``."""
 
     def __init__(self, func=None, args=(), compute_dag=None, workload_key=None,
-                 target="llvm", hardware_params=None, desc=""):
+                 target="llvm", hardware_params=None, desc="", layout_rewrite_option=None):
         if workload_key is None:
             if func is None:
                 raise WorkloadError("SearchTask needs func=... (with args) or workload_key=...")
@@ -59,6 +60,11 @@ class SearchTask:
         self.target = parse_target(target)
         self.hardware_params = hardware_params or HardwareParams.for_target(self.target)
         self.desc = desc
+        # what candidates are built and measured with (TVM's default on CPUs: the kernel
+        # reads a pre-transformed weight, see layout_rewrite.py)
+        self.layout_rewrite_option = (LayoutRewriteOption.get_target_default(self.target)
+                                      if layout_rewrite_option is None
+                                      else as_option(layout_rewrite_option))
 
     def __repr__(self):
         return f"SearchTask({self.workload_key}, target={self.target})"
@@ -70,9 +76,19 @@ class SearchTask:
         init_search_callbacks=[PreloadMeasuredStates(log)])``."""
         return _tuning.tune(self, tuning_options, search_policy)
 
-    def apply_best(self, log_file: str):
-        """(schedule, tensors) of the best record for this task in ``log_file``."""
-        return _tuning.apply_best(self, log_file)
+    def apply_best(self, log_file: str, include_compatible: bool = True,
+                   layout_rewrite_option=None):
+        """(schedule, tensors) of the best record for this task in ``log_file``.
+
+        As TVM's, the default layout rewrite on CPUs is INSERT_TRANSFORM_STAGE: the
+        function keeps the workload's arguments and transforms its weights itself.
+        ``include_compatible=False`` takes only records of exactly this target string.
+        """
+        if layout_rewrite_option is None:
+            layout_rewrite_option = LayoutRewriteOption.get_target_default(
+                self.target, in_relay_integration=True)
+        return _tuning.apply_best(self, log_file, as_option(layout_rewrite_option),
+                                  include_compatible)
 
     def print_best(self, log_file: str, print_mode: str = "schedule") -> str:
         """The best schedule in ``log_file`` as schedule-API Python code (``print_mode``

@@ -173,10 +173,11 @@ def _close(measurer) -> None:
             close()
 
 
-def best_state(task, log: str):
+def best_state(task, log: str, include_compatible: bool = True):
     """(State, Record) of the cheapest valid record that still replays on ``task``; a
     cheaper record whose steps no longer apply is skipped with a warning."""
-    records = sorted((r for r in matching_records(log, task) if r.is_valid),
+    mode = "compatible" if include_compatible else "exact"
+    records = sorted((r for r in matching_records(log, task, mode) if r.is_valid),
                      key=lambda r: r.mean_cost)
     for rec in records:
         try:
@@ -189,9 +190,9 @@ def best_state(task, log: str):
                          + (f" ({len(records)} valid ones do not replay)" if records else ""))
 
 
-def apply_best(task, log: str):
-    state, _ = best_state(task, log)
-    return task.compute_dag.apply_steps_from_state(state)
+def apply_best(task, log: str, layout_rewrite=0, include_compatible: bool = True):
+    state, _ = best_state(task, log, include_compatible)
+    return task.compute_dag.apply_steps_from_state(state, layout_rewrite)
 
 
 def print_best(task, log: str, print_mode: str = "schedule") -> str:

@@ -227,16 +227,16 @@ def test_print_best_modes(log):
 
 
 def test_apply_steps_from_state_layout_rewrite(log):
+    """Every LayoutRewriteOption value is accepted (the rewrite itself is tested in
+    test_layout_rewrite.py); this workload has no layout-free weight, so none changes it."""
     inp, _ = auto.load_best_record(str(log), make_task().workload_key)
     dag = inp.task.compute_dag
-    for off in (False, 0):
-        sch, tensors = dag.apply_steps_from_state(inp.state, layout_rewrite=off)
-        assert len(tensors) == 3
-    for on in (True, 1, 2):
-        with pytest.raises(NotImplementedError,
-                           match=rf"layout_rewrite={on!r}: layout rewrite is not "
-                                 "implemented yet; expected False or 0"):
-            dag.apply_steps_from_state(inp.state, layout_rewrite=on)
+    for option in (False, 0, True, 1, 2, auto.LayoutRewriteOption.INSERT_TRANSFORM_STAGE):
+        sch, tensors = dag.apply_steps_from_state(inp.state, layout_rewrite=option)
+        assert [t.op for t in tensors] == [t.op for t in dag.tensors]
+    with pytest.raises(auto.AutoSchedError, match=r"layout_rewrite=7: expected a "
+                                                  "LayoutRewriteOption"):
+        dag.apply_steps_from_state(inp.state, layout_rewrite=7)
 
 
 def test_reachable_as_compiler_auto_scheduler():

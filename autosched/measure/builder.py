@@ -68,7 +68,8 @@ def default_build_func(inp: MeasureInput):
     (~10 KB per candidate) and hide real build times from the statistics.
     """
     try:
-        sch, args = inp.task.compute_dag.apply_steps_from_state(inp.state)
+        sch, args = inp.task.compute_dag.apply_steps_from_state(
+            inp.state, getattr(inp.task, "layout_rewrite_option", 0))
         func = compiler.lower(sch, args, name="default_function")
     except Exception as e:
         raise InstantiationError(f"{type(e).__name__}: {e}") from e

@@ -38,6 +38,7 @@ from compiler.runtime import empty_aligned, load_module
 
 from ..checks import check_fields
 from ..errors import AutoSchedError
+from ..layout_rewrite import LayoutRewriteOption
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
 from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 
@@ -233,6 +234,19 @@ def default_reference_func(task):
     return obj, metas
 
 
+def _check_comparable(task) -> None:
+    """The reference reads the weights in their own layout; a candidate built for
+    pre-transformed weights reads other data, so its outputs cannot be compared."""
+    if int(getattr(task, "layout_rewrite_option", 0)) == int(
+            LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED):
+        raise AutoSchedError(
+            f"check_correctness on {task.workload_key}: the task is measured with "
+            "layout_rewrite_option=REWRITE_FOR_PRE_TRANSFORMED (weights in a rewritten "
+            "layout), so outputs cannot be compared with the reference; create the "
+            "SearchTask with layout_rewrite_option=LayoutRewriteOption.INSERT_TRANSFORM_STAGE "
+            "or NO_REWRITE")
+
+
 def _task_key(task) -> str:
     return f"{task.workload_key}|{task.target}"
 
@@ -310,7 +324,10 @@ class LocalRunner(ProgramRunner):
     def _run_one(self, inp, br: BuildResult) -> MeasureResult:
         if br.error_no != MeasureErrorNo.NO_ERROR:
             return MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
-        ref_key = self._reference(inp.task) if self.check_correctness else None
+        ref_key = None
+        if self.check_correctness:
+            _check_comparable(inp.task)
+            ref_key = self._reference(inp.task)
         task_key = _task_key(inp.task)
         best = self._best.get(task_key)
         single_shot, timeout, early = self._limits(best)

@@ -22,15 +22,16 @@ from ..measure.measurer import MeasureInput, MeasureResult
 from ..steps import serialize
 
 
-def matching_records(log: str, task) -> list:
-    """Records of ``log`` for the task's workload key and a compatible target (same kind
-    and CPU; ``-keys``/``-num-cores`` may differ, as in TVM logs).  Missing log: none."""
+def matching_records(log: str, task, mode: str = "compatible") -> list:
+    """Records of ``log`` for the task's workload key and a matching target: by default a
+    compatible one (same kind and CPU; ``-keys``/``-num-cores`` may differ, as in TVM
+    logs), ``mode="exact"`` for the same target string.  Missing log: none."""
     if not log or not os.path.exists(log):
         return []
     target = str(task.target)
     return [r for r in load_records(log)
             if r.input.workload_key == task.workload_key
-            and target_matches(r.input.target, target, "compatible")]
+            and target_matches(r.input.target, target, mode)]
 
 
 def preload(policy, log: str) -> int:

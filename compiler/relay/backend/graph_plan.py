@@ -70,7 +70,8 @@ def _types(t) -> list:
 
 
 def plan_graph(main: Function, lower) -> GraphPlan:
-    """``lower(fn) -> Kernel`` is called for each primitive function, in order."""
+    """``lower(fn, const_inputs) -> Kernel`` is called for each primitive function, in
+    order; ``const_inputs[i]`` is true when input i of the call is a param."""
     plan = GraphPlan()
     entries_of: dict = {}
     for p in main.params:
@@ -80,6 +81,8 @@ def plan_graph(main: Function, lower) -> GraphPlan:
         entries_of[p] = [_leaf(plan, "null", p.name_hint, p.checked_type)]
         plan.inputs[p.name_hint] = entries_of[p][0]
     seen_kernels: dict = {}
+    param_of: dict = {}      # param entry -> param name
+    rewritten: dict = {}     # (param name, transform) -> entry of the transformed copy
     for node in post_order(main.body, into_functions=False):
         if node in entries_of or isinstance(node, (Var, Function)):
             continue
@@ -88,14 +91,16 @@ def plan_graph(main: Function, lower) -> GraphPlan:
             entries_of[node] = [_leaf(plan, "null", name, node.checked_type)]
             plan.params[name] = node.data
             plan.param_entries[name] = entries_of[node][0]
+            param_of[entries_of[node][0]] = name
         elif isinstance(node, Tuple):
             entries_of[node] = [e for f in node.fields for e in entries_of[f]]
         elif isinstance(node, TupleGetItem):
             entries_of[node] = _tuple_item(entries_of[node.tuple_value], node)
         elif isinstance(node, Call) and isinstance(node.op, Function):
-            kernel = lower(node.op)
-            seen_kernels.setdefault(kernel.name, kernel)
             ins = [e for a in node.args for e in entries_of[a]]
+            kernel = lower(node.op, tuple(e in param_of for e in ins))
+            seen_kernels.setdefault(kernel.name, kernel)
+            ins = _rewritten_weights(plan, kernel, ins, param_of, rewritten)
             outs = _op_node(plan, kernel.name, ins, node.checked_type)
             plan.calls.append((kernel.name, ins + outs))
             entries_of[node] = outs
@@ -107,6 +112,25 @@ def plan_graph(main: Function, lower) -> GraphPlan:
     plan.kernels = list(seen_kernels.values())
     _plan_memory(plan)
     return plan
+
+
+def _rewritten_weights(plan, kernel, ins, param_of, rewritten) -> list:
+    """``ins`` with each weight the kernel reads in a rewritten layout replaced by a param
+    holding the transformed data, made once per (param, transform) at build time."""
+    ins = list(ins)
+    for tr in kernel.arg_transforms:
+        name = param_of[ins[tr.arg_index]]
+        key = (name, tr)
+        if key not in rewritten:
+            data = np.asarray(tr.apply(np.asarray(plan.params[name])))
+            new = f"p{len(plan.params)}"
+            rewritten[key] = _leaf(plan, "null", new, TensorType(tuple(data.shape),
+                                                                 str(data.dtype)))
+            plan.params[new] = data
+            plan.param_entries[new] = rewritten[key]
+            param_of[rewritten[key]] = new
+        ins[tr.arg_index] = rewritten[key]
+    return ins
 
 
 def _tuple_item(entries, node):

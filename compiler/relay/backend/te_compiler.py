@@ -5,9 +5,17 @@ then every operator's compute (topi) in order; the outputs are the body's tensor
 ``KernelCache.lower(fn)`` schedules it -- the first schedule an active provider returns
 for its workload key, else the schedule of the implementation the anchor op's x86
 strategy selects (``op.strategy``: topi's schedule, which fuses the epilogue) -- and
-lowers it to a PrimFunc named after its ops.  Identical groups (same workload key) are
-lowered once.  ``compile_all`` turns the PrimFuncs into object code, distinct kernels in
-parallel worker processes (LLVM holds a global lock within one process).
+lowers it to a PrimFunc named after its ops.  Identical groups (same workload key and the
+same constant inputs) are lowered once.
+
+Layout rewrite: when some inputs of a call are graph constants (weights), a provider with
+``query_layout_rewrite(target, key, tensors, const_inputs)`` may return ``(schedule,
+argument tensors, transforms)`` where a weight argument has a new layout; each transform
+(``.arg_index``, ``.apply(array)``) names a constant input, and graph codegen stores the
+transformed weight as a param once, at build time (TVM's AutoSchedulerLayoutRewrite).
+
+``compile_all`` turns the PrimFuncs into object code, distinct kernels in parallel worker
+processes (LLVM holds a global lock within one process).
 """
 from __future__ import annotations
 
@@ -139,6 +147,7 @@ class Kernel:
     func: object              # the lowered PrimFunc
     tuned: bool               # scheduled by a provider
     implementation: str = ""  # the strategy implementation that scheduled it otherwise
+    arg_transforms: tuple = ()  # weight layout transforms of constant inputs (see above)
 
 
 class KernelCache:
@@ -151,16 +160,21 @@ class KernelCache:
         self.tuned = self.fallback = 0
         self.use_providers = use_providers
 
-    def lower(self, fn: Function) -> Kernel:
+    def lower(self, fn: Function, const_inputs: tuple = ()) -> Kernel:
+        """The kernel of ``fn``; ``const_inputs[i]`` tells that input i of this call is a
+        graph constant (a weight whose layout a provider may rewrite)."""
         te_group = lower_to_te(fn, self.target)
-        hit = self.by_key.get(te_group.key)
+        cache_key = (te_group.key, tuple(const_inputs))
+        hit = self.by_key.get(cache_key)
         if hit is not None:
             return hit
         name = self._unique(group_name(fn))
         args = te_group.inputs + te_group.outputs
-        sch = self._provider_schedule(te_group) if self.use_providers else None
-        func = None
-        if sch is not None:
+        provided = self._provider_schedule(te_group, tuple(const_inputs)) \
+            if self.use_providers else None
+        func, transforms = None, ()
+        if provided is not None:
+            sch, args, transforms = provided
             try:
                 func = lower(sch, args, name=name)
             except (CompilerError, RecursionError) as err:
@@ -168,6 +182,7 @@ class KernelCache:
                 warnings.warn(f"relay.build: the provided schedule of {name} ({te_group.key}) "
                               f"does not lower ({type(err).__name__}: {err}); using the "
                               "default schedule", stacklevel=2)
+                args, transforms = te_group.inputs + te_group.outputs, ()
         tuned = func is not None
         if func is None:
             impl = te_group.implementation
@@ -176,8 +191,8 @@ class KernelCache:
             func = lower(sch, args, name=name)
         impl_name = "" if tuned or te_group.implementation is None else \
             te_group.implementation.name
-        kernel = Kernel(name, te_group.key, func, tuned, impl_name)
-        self.by_key[te_group.key] = kernel
+        kernel = Kernel(name, te_group.key, func, tuned, impl_name, tuple(transforms))
+        self.by_key[cache_key] = kernel
         if te_group.tunable or tuned:
             if tuned:
                 self.tuned += 1
@@ -185,15 +200,36 @@ class KernelCache:
                 self.fallback += 1
         return kernel
 
-    def _provider_schedule(self, g: GroupTE):
+    def _provider_schedule(self, g: GroupTE, const_inputs: tuple):
+        """(schedule, argument tensors, transforms) from the first provider that has a
+        schedule for ``g``, or None."""
+        tensors = g.inputs + g.outputs
         for p in current_providers():
-            sch = p.query(self.target, g.key, g.inputs + g.outputs)
+            rewrite = getattr(p, "query_layout_rewrite", None)
+            if rewrite is not None and any(const_inputs):
+                got = rewrite(self.target, g.key, tensors, const_inputs)
+                if got is not None:
+                    sch, args, transforms = got
+                    self._check(p, sch, g)
+                    bad = [t for t in transforms if not (0 <= t.arg_index < len(const_inputs)
+                                                         and const_inputs[t.arg_index])]
+                    if bad:
+                        raise RelayError(f"schedule provider {p!r} rewrote the layout of "
+                                         f"inputs {[t.arg_index for t in bad]} of {g.key}, "
+                                         "which are not constants")
+                    return sch, list(args), tuple(transforms)
+                continue
+            sch = p.query(self.target, g.key, tensors)
             if sch is not None:
-                if not isinstance(sch, Schedule):
-                    raise RelayError(f"schedule provider {p!r} returned {type(sch).__name__} "
-                                     f"for {g.key}; expected a te.Schedule or None")
-                return sch
+                self._check(p, sch, g)
+                return sch, tensors, ()
         return None
+
+    @staticmethod
+    def _check(p, sch, g: GroupTE) -> None:
+        if not isinstance(sch, Schedule):
+            raise RelayError(f"schedule provider {p!r} returned {type(sch).__name__} for "
+                             f"{g.key}; expected a te.Schedule or None")
 
     def _unique(self, base: str) -> str:
         name, k = base, 0

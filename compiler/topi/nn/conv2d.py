@@ -96,7 +96,8 @@ def conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None, groups
                       * _cast(Filter[o, rc, ry, rx], odt), axis=[rc, ry, rx])
     tg = _tag.CONV2D_NCHW if groups == 1 else _tag.GROUP_CONV2D_NCHW
     return make((n, oc, oh, ow), f, name="conv2d_nchw", tag=tg, strides=list(st),
-                dilation=list(dil), padding=list(pads), groups=groups, layout="NCHW")
+                dilation=list(dil), padding=list(pads), groups=groups, layout="NCHW",
+                layout_free_placeholders=[Filter])
 
 
 def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtype=None):
@@ -132,7 +133,8 @@ def conv2d_nhwc(Input, Filter, stride, padding, dilation, out_dtype=None, groups
                       * _cast(Filter[ry, rx, rc, o], odt), axis=[ry, rx, rc])
     tg = _tag.CONV2D_NHWC if groups == 1 else _tag.GROUP_CONV2D_NHWC
     return make((n, oh, ow, oc), f, name="conv2d_nhwc", tag=tg, strides=list(st),
-                dilation=list(dil), padding=list(pads), groups=groups, layout="NHWC")
+                dilation=list(dil), padding=list(pads), groups=groups, layout="NHWC",
+                layout_free_placeholders=[Filter])
 
 
 def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None):

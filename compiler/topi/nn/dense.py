@@ -4,7 +4,9 @@ Invariants: the product is one reduction ComputeOp tagged "dense" / "matmul" /
 "batch_matmul" (pattern out_elemwise_fusable) whose attrs record ``transpose_a`` and
 ``transpose_b`` so schedules know which operand has the reduction axis innermost; an
 optional bias is a separate "broadcast" stage after it (fused by the schedules).
-Operands are cast to ``out_dtype`` inside the sum, as TVM does.
+Operands are cast to ``out_dtype`` inside the sum, as TVM does.  The second operand is
+named in ``attrs["layout_free_placeholders"]`` (as TVM's): a weight whose layout the
+auto-scheduler may rewrite.
 """
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ def dense(data, weight, bias=None, out_dtype=None):
     r = te.reduce_axis((0, k), name="k")
     out = make((m, n), lambda i, j: te.sum(_cast(data[i, r], odt) * _cast(weight[j, r], odt),
                                            axis=r),
-               name="T_dense", tag=_tag.DENSE, transpose_a=False, transpose_b=True)
+               name="T_dense", tag=_tag.DENSE, transpose_a=False, transpose_b=True,
+               layout_free_placeholders=[weight])
     return _add_bias(op, out, bias, n)
 
 
@@ -76,7 +79,7 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False,
         b = tensor_b[j, r] if transpose_b else tensor_b[r, j]
         return te.sum(_cast(a, odt) * _cast(b, odt), axis=r)
     out = make((m, n), f, name="T_matmul", tag=_tag.MATMUL, transpose_a=transpose_a,
-               transpose_b=transpose_b)
+               transpose_b=transpose_b, layout_free_placeholders=[tensor_b])
     return _add_bias(op, out, bias, n)
 
 
@@ -110,4 +113,5 @@ def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=Fa
         y = tensor_b[yb, j, r] if transpose_b else tensor_b[yb, r, j]
         return te.sum(_cast(x, odt) * _cast(y, odt), axis=r)
     return make((batch, m, n), f, name="T_batch_matmul", tag=_tag.BATCH_MATMUL,
-                transpose_a=transpose_a, transpose_b=transpose_b)
+                transpose_a=transpose_a, transpose_b=transpose_b,
+                layout_free_placeholders=[tensor_b])
