@@ -131,9 +131,11 @@ def rule_always_inline(state, sid):
 
 
 def rule_add_rfactor(state, sid, num_cores: int):
-    """Factor a reduction when the data-parallel part alone cannot feed the cores."""
+    """Factor a reduction when the data-parallel part alone cannot feed the cores (Ansor's
+    NeedsRfactor: a tiled op only when its space is small; any other reduction longer
+    than the core count)."""
     st = state.stages[sid]
-    if st.is_placeholder or st.compute_at == S.INLINED:
+    if st.is_placeholder or st.compute_at == S.INLINED or has_cache_write(state, sid):
         return PASS, []
     red = [k for k, it in enumerate(st.iters) if it.kind == S.REDUCTION]
     if not red or len(st.iters) != len(st.op.axis) + len(st.op.reduce_axis):
@@ -147,8 +149,9 @@ def rule_add_rfactor(state, sid, num_cores: int):
     if needs_mlt(state, sid):
         if sp > rd or sp > num_cores * 16:
             return PASS, []
-    elif rd <= num_cores or sp >= num_cores * 16:
+    elif rd <= num_cores:
         return PASS, []
+    n_space = len(st.iters) - len(red)
     out = []
     for factor_level in (0, 1):
         s = state.copy()
@@ -156,9 +159,22 @@ def rule_add_rfactor(state, sid, num_cores: int):
         if len(red) > 1:
             it_id = apply_step(s, ST.FuseStep(sid, tuple(red)))
         apply_step(s, ST.SplitStep(sid, it_id, s.stages[sid].iters[it_id].extent, (None,), True))
-        apply_step(s, ST.RfactorStep(sid, it_id + factor_level, 0))
+        # the factored axis follows the space axes (as Ansor); with the inner part
+        # factored it moves innermost, where it can be vectorized
+        apply_step(s, ST.RfactorStep(sid, it_id + factor_level, n_space))
+        if factor_level == 1:
+            n = len(s.stages[sid].iters)
+            order = tuple(k for k in range(n) if k != n_space) + (n_space,)
+            if order != tuple(range(n)):
+                apply_step(s, ST.ReorderStep(sid, order))
         out.append((s, sid - 1))
     return APPLY, out
+
+
+def has_cache_write(state, sid) -> bool:
+    """Whether stage ``sid`` is the cache stage of a cache_write (Ansor's HasCacheWriteStage)."""
+    return any(isinstance(st, ST.CacheWriteStep) and st.stage_id == sid
+               for st in state.transform_steps)
 
 
 def rule_add_cache_write(state, sid):
@@ -184,7 +200,9 @@ def rule_mlt_with_fusion(state, sid):
         at = follow_tiling(s, cid, steps, level)
         apply_step(s, ST.ComputeAtStep(sid, cid, at))
         out.append((s, sid - 1))
-    return APPLY_AND_SKIP_REST, out
+    # a cache stage is always fused; an op written in place also keeps a plain tiling
+    # (the next rule), as Ansor's RuleMultiLevelTilingWithFusion
+    return (APPLY_AND_SKIP_REST if has_cache_write(state, sid) else APPLY), out
 
 
 def rule_mlt(state, sid):
