@@ -29,6 +29,8 @@ from ..tir.op import (
                       truncmod,
 )
 from ..tir.op import round_ as round
+from .extern import ExternOp, extern
+from .scan import ScanOp, scan
 from .api import comm_reducer, compute, max, min, placeholder, reduce_axis, sum, var  # noqa: A004
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
