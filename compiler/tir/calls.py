@@ -76,7 +76,8 @@ def _extern(kind: str, dtype: str, func_name, args) -> PrimExpr:
         raise TEError(f"{kind}({func_name!r}): {err}") from None
     conv = []
     for k, a in enumerate(args):
-        e = convert(a)
+        # a Python number takes the call's dtype (C's usual double/float arguments)
+        e = convert(a, dtype if isinstance(a, float) and dt.is_float(dtype) else None)
         if isinstance(e, StringImm) or dt.element_of(e.dtype) == "handle":
             raise TEError(f"{kind}({func_name!r}): argument {k} {e} must be numeric")
         conv.append(e)
