@@ -25,9 +25,9 @@ Call for the code generator to handle lane-safely.
 from __future__ import annotations
 
 from ..tir import dtype as dt
-from ..tir.calls import EXTERN, PURE_EXTERN
 from ..tir.analysis import uses_var
 from ..tir.arith import Simplifier, detect_linear
+from ..tir.calls import EXTERN, PURE_EXTERN
 from ..tir.expr import (
     Add,
     Broadcast,

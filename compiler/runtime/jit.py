@@ -15,7 +15,8 @@ Invariants:
   named JIT library whose ResourceTracker is owned by the Module: the code stays mapped
   exactly as long as a Module (or a Function taken from it) is alive.
 - External symbols resolve against the process, into which libgomp and libm are loaded
-  permanently once (and the packed-function trampoline registered).  Objects needing a symbol nobody provides are rejected before linking.
+  permanently once (and the packed-function trampoline registered).  Objects needing a
+  symbol nobody provides are rejected before linking.
 
 Known leaks (in llvmlite/LLVM, not fixable from Python): each optimization run leaks
 ~75 KB (llvmlite's PassBuilder never frees its PassInstrumentationCallbacks, and reusing a

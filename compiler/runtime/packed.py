@@ -35,7 +35,8 @@ from .module import record_callee_error
 from .ndarray import NDArray
 
 __all__ = ["PackedFunc", "register_func", "get_global_func", "list_global_func_names",
-           "remove_global_func", "install_trampoline", "trampoline_address", "TRAMPOLINE_SYMBOL", "TypeCode"]
+           "remove_global_func", "install_trampoline", "trampoline_address",
+           "TRAMPOLINE_SYMBOL", "TypeCode"]
 
 TRAMPOLINE_SYMBOL = "__tas_call_packed"
 
@@ -132,7 +133,7 @@ def _array_arg(addr: int) -> NDArray:
     if nbytes == 0:
         return NDArray(np.empty(shape, dtype))
     raw = (ctypes.c_byte * nbytes).from_address(data)
-    return NDArray(np.frombuffer(raw, dtype=dtype).reshape(shape))
+    return NDArray(np.frombuffer(memoryview(raw), dtype=dtype).reshape(shape))
 
 
 def _decode(values: int, codes: int, n: int) -> list:
