@@ -6,7 +6,8 @@ Role: helpers of ``CallMixin._e_call`` (they take the emitter).  Invariants:
   ``compiler.runtime.packed``).  The argument arrays and array descriptors are entry-block
   allocas, so a call inside a loop does not grow the stack.  A nonzero result means the
   Python callee raised: the kernel reports a RuntimeError through its status word and
-  returns at once, and the runtime re-raises the callee's exception.
+  returns at once, and the runtime re-raises the callee's exception.  (Heap blocks of
+  Allocates around the call are not freed on that error path; stack ones are.)
 - ``call_extern``/``call_pure_extern(c_name, args...)`` declare ``c_name`` with the
   argument and result types of the call and call it; vector calls go lane by lane (a C
   function takes scalars).  Unknown symbols are caught when the object is loaded.
