@@ -27,3 +27,7 @@ class CodegenError(CompilerError):
 
 class BuildError(CompilerError):
     """The LLVM module could not be verified, optimized or loaded."""
+
+
+class PackedFuncError(CompilerError, ValueError):
+    """A packed function is missing, registered twice, or got arguments it cannot decode."""

@@ -6,7 +6,8 @@ verifies, optimizes and JITs.  Text is built with plain strings (not llvmlite.ir
 it is several times faster, and the tuner generates thousands of candidates.
 
 For each PrimFunc ``f`` the module defines
-- ``void @f(ptr noalias nocapture %A, ...)``: one pointer per param buffer, in order.
+- ``void @f(ptr noalias nocapture %A, ...)``: one pointer per param buffer, in order
+  (a scalar Var param is passed by value with its own type);
   No alignment is claimed on parameters (numpy may hand us 16-byte aligned arrays);
   attribute group #901 = nounwind + noinline + the target's cpu/features;
 - ``void @f__repeat(ptr ..., i64 %n)``: calls ``@f`` n times (time_evaluator times one
@@ -27,11 +28,14 @@ from functools import cache
 import llvmlite.binding as llvm
 
 from ..errors import CodegenError
+from ..runtime.packed import TRAMPOLINE_SYMBOL
 from ..target import Target, parse_target
+from ..tir import dtype as dt
+from ..tir.expr import Var
 from ..tir.stmt import Buffer, PrimFunc
 from .llvm_builder import ATTR_ENTRY, ATTR_FUNC, ModuleContext
 from .llvm_function import FunctionEmitter
-from .llvm_types import global_name, local_hint
+from .llvm_types import global_name, local_hint, ltype
 
 
 def codegen_llvm(funcs, target) -> str:
@@ -77,7 +81,7 @@ _RESERVED = frozenset(
                      "trunc", "round", "roundeven", "fma", "exp2", "log2", "sin", "cos")
      for s in ("", "f")]
     + ["aligned_alloc", "malloc", "free", "memcpy", "memset", "memmove", "abort",
-       "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"])
+       "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads", TRAMPOLINE_SYMBOL])
 
 
 def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
@@ -92,11 +96,13 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
     for suffix in ("__status", "__errors"):
         mod.define(global_name(f.name + suffix), "")
     em = FunctionEmitter(mod, f.name)
-    params, seen = [], set()
+    params, types, seen = [], [], set()
     for i, b in enumerate(f.params):
-        if not isinstance(b, Buffer):
+        if not isinstance(b, (Buffer, Var)) or (isinstance(b, Var) and (
+                dt.lanes(b.dtype) != 1 or b.dtype == "handle")):
             raise CodegenError(f"codegen: parameter {i} of {f.name!r} is "
-                               f"{type(b).__name__} {b!r:.60}; expected a tir.Buffer")
+                               f"{type(b).__name__} {b!r:.60}; expected a tir.Buffer or a "
+                               "scalar Var")
         # every generated local name ends in a digit, so a name that does not can
         # never collide with one
         p = "%" + local_hint(b.name)
@@ -105,20 +111,22 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
         while p in seen or p == "%entry":
             p += "_"
         seen.add(p)
-        em.vars[b.data] = p
+        em.vars[b.data if isinstance(b, Buffer) else b] = p
         params.append(p)
+        types.append("ptr" if isinstance(b, Buffer) else ltype(b.dtype))
     em.stmt(f.body)
-    sig = ", ".join(f"ptr noalias nocapture {p}" for p in params)
+    sig = ", ".join(f"ptr noalias nocapture {p}" if t == "ptr" else f"{t} {p}"
+                    for p, t in zip(params, types))
     main = f"define void {sym}({sig}) {ATTR_ENTRY} {{\n" + em.body_text()
     # after the body: the messages are known once every failure point was emitted
-    return [main, _repeat_text(f.name, len(params)), mod.status_globals(f.name)]
+    return [main, _repeat_text(f.name, types), mod.status_globals(f.name)]
 
 
-def _repeat_text(name: str, nparams: int) -> str:
+def _repeat_text(name: str, types: list) -> str:
     """``@<name>__repeat(args..., i64 %n)``: the timing loop around one call."""
-    args = ", ".join(f"ptr %a{i}" for i in range(nparams))
+    args = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
     call_args = args
-    sep = ", " if nparams else ""
+    sep = ", " if types else ""
     return "\n".join([
         f"define void {global_name(name + '__repeat')}({args}{sep}i64 %n) {ATTR_FUNC} {{",
         "entry:",

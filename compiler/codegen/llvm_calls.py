@@ -8,6 +8,7 @@ Role: a mixin of ``FunctionEmitter``.  Invariants:
   library rejects is computed lane by lane with its scalar kernel; float16 is computed
   in float32;
 - pow calls libm ``pow``/``powf``, one call per lane for vectors;
+- packed calls and C extern calls are emitted by ``llvm_packed``;
 - ``if_then_else`` evaluates only the taken branch: a scalar condition branches and
   joins with a phi; a vector condition tests all-true / all-false on the mask bits and
   evaluates lane by lane otherwise; but when one side only reads memory through
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 from ..errors import CodegenError, CompilerError
 from ..tir import dtype as dt
+from ..tir.calls import EXTERN, MAKE_ARRAY, PACKED, PURE_EXTERN
 from ..tir.expr import Broadcast, BufferLoad, Call, Div, FloorDiv, FloorMod, Mod, PrimExpr, Var
 from .llvm_builder import EmitterBase
 from .llvm_expr import const_value, fast_dtype
 from .llvm_lanes import lane_expr
+from .llvm_packed import emit_extern_call, emit_packed_call
 from .llvm_types import intrinsic_suffix, ltype, splat_lit
 
 _LLVM_UNARY = {"sqrt": "llvm.sqrt", "fabs": "llvm.fabs", "floor": "llvm.floor",
@@ -80,6 +83,12 @@ class CallMixin(EmitterBase):
             return self.expr(args[0])
         if op == "tir.all_lanes":       # bound checker: every lane of a bool vector
             return self._all_lanes(args[0])
+        if op == PACKED:
+            return emit_packed_call(self, e)
+        if op in (EXTERN, PURE_EXTERN):
+            return emit_extern_call(self, e)
+        if op == MAKE_ARRAY:
+            raise CodegenError(f"codegen: {e} is only valid as an argument of call_packed")
         if op == "tir.report_oob":      # bound checker: name the buffer, skip the access
             name, size = args[0].value, args[1].value
             self.report("IndexError", f"kernel {self.root!r}: index out of bounds of buffer "

@@ -1,4 +1,4 @@
-"""Contributed runtimes (TVM's ``tvm.contrib``): the graph executor."""
-from . import graph_executor
+"""Contributed runtimes (TVM's ``tvm.contrib``): the graph executor, cblas (extern matmul)."""
+from . import cblas, graph_executor
 
-__all__ = ["graph_executor"]
+__all__ = ["cblas", "graph_executor"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 from ..tir import dtype as dt
 from ..tir.analysis import uses_var
 from ..tir.arith import Simplifier, detect_linear
+from ..tir.calls import EXTERN, PURE_EXTERN
 from ..tir.expr import (
     Add,
     Broadcast,
@@ -174,6 +175,8 @@ class _Vectorizer(Mutator):
             return Call(e.dtype, e.op, args)
         if e.op == "if_then_else" and _lanes(args[0]) == 1:
             args = (args[0], self.widen(args[1]), self.widen(args[2]))
+        elif e.op in (EXTERN, PURE_EXTERN):     # args[0] names the C function
+            args = (args[0],) + tuple(self.widen(a) for a in args[1:])
         else:
             args = tuple(self.widen(a) for a in args)
         return Call(dt.with_lanes(e.dtype, self.lanes), e.op, args)

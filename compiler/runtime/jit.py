@@ -15,7 +15,8 @@ Invariants:
   named JIT library whose ResourceTracker is owned by the Module: the code stays mapped
   exactly as long as a Module (or a Function taken from it) is alive.
 - External symbols resolve against the process, into which libgomp and libm are loaded
-  permanently once.  Objects needing a symbol nobody provides are rejected before linking.
+  permanently once (and the packed-function trampoline registered).  Objects needing a
+  symbol nobody provides are rejected before linking.
 
 Known leaks (in llvmlite/LLVM, not fixable from Python): each optimization run leaks
 ~75 KB (llvmlite's PassBuilder never frees its PassInstrumentationCallbacks, and reusing a
@@ -41,6 +42,7 @@ from .cache import DEFAULT_CACHE, ObjectCache, resolve_cache
 from .meta import normalize_funcs_meta, resolve_alignment
 from .module import Function, Module
 from .objfile import read_symbols
+from .packed import TRAMPOLINE_SYMBOL, install_trampoline, trampoline_address
 
 _LOCK = threading.RLock()
 _LIB_IDS = itertools.count()
@@ -81,7 +83,10 @@ def _opt_of(opt_level, target: Target) -> int:
 
 @cache
 def runtime_libraries() -> dict:
-    """Load libgomp and libm into the process once; returns {name: path or None}."""
+    """Load libgomp and libm into the process once; returns {name: path or None}.
+
+    Also registers the packed-function trampoline (``tir.call_packed``'s callee)."""
+    install_trampoline()
     found = {}
     for name in ("gomp", "m"):
         path = ctypes.util.find_library(name)
@@ -282,7 +287,7 @@ def link_objects(objs, exports) -> Any:
         builder = llvm.JITLibraryBuilder()
         for o in objs:
             builder.add_object_img(o)
-        builder.add_current_process()
+        builder.add_current_process().import_symbol(TRAMPOLINE_SYMBOL, trampoline_address())
         for name in exports:
             builder.export_symbol(name)
         _STATS["loads"] += 1
@@ -296,6 +301,7 @@ def _link(obj: bytes, exports):
     with _LOCK:
         lljit = _ENGINE.get()
         builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+        builder.import_symbol(TRAMPOLINE_SYMBOL, trampoline_address())
         for name in exports:
             builder.export_symbol(name)
         _STATS["loads"] += 1

@@ -9,6 +9,8 @@ Invariants:
   map to one numpy dtype ("bool" is numpy's 1-byte bool).
 - ``written`` is True when the kernel may store through the pointer.  Meta written by hand
   as ``(name, shape, dtype)`` does not know, so it is conservatively True.
+- ``scalar`` params are passed by value (a ``te.var`` argument of the PrimFunc): shape
+  ``()``, never written, called with a Python number.
 - ``align`` is the byte alignment the generated code assumes for the pointer; the Module
   guarantees it, copying misaligned arrays when needed.  None means "not known yet":
   ``resolve_alignment`` reads the ``align N`` parameter attributes of the IR's ``define``
@@ -37,6 +39,7 @@ class ParamMeta:
     dtype: str
     written: bool = True
     align: int | None = None
+    scalar: bool = False
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -94,9 +97,9 @@ def _func_from_tuple(entry) -> FuncMeta:
 
 def _param(fname: str, p) -> ParamMeta:
     if not isinstance(p, ParamMeta):
-        if not isinstance(p, (tuple, list)) or not 3 <= len(p) <= 5:
+        if not isinstance(p, (tuple, list)) or not 3 <= len(p) <= 6:
             raise TypeError(f"function {fname!r}: param {p!r} must be (name, shape, dtype"
-                            "[, written[, align]])")
+                            "[, written[, align[, scalar]]])")
         p = ParamMeta(*p)
     where = f"function {fname!r} param {p.name!r}"
     if not isinstance(p.name, str):
@@ -112,7 +115,10 @@ def _param(fname: str, p) -> ParamMeta:
     align = p.align
     if align is not None and (not isinstance(align, int) or align < 1 or align & (align - 1)):
         raise ValueError(f"{where}: align {align!r} must be a positive power of two or None")
-    return ParamMeta(p.name, tuple(int(d) for d in shape), p.dtype, bool(p.written), align)
+    if p.scalar and shape:
+        raise ValueError(f"{where}: a scalar param has shape (), got {shape!r}")
+    return ParamMeta(p.name, tuple(int(d) for d in shape), p.dtype,
+                     bool(p.written) and not p.scalar, align, bool(p.scalar))
 
 
 def meta_from_primfunc(func: PrimFunc) -> FuncMeta:
@@ -122,6 +128,9 @@ def meta_from_primfunc(func: PrimFunc) -> FuncMeta:
     written = _written_data_vars(func)
     params = []
     for b in func.params:
+        if isinstance(b, Var):      # a scalar passed by value
+            params.append(ParamMeta(b.name, (), b.dtype, False, None, True))
+            continue
         if not isinstance(b, Buffer):
             raise BuildError(f"PrimFunc {func.name!r}: parameter {b!r} is not a Buffer")
         shape = []

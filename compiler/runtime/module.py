@@ -114,8 +114,46 @@ def kernel_error(table_addr: int, code: int, name: str) -> Exception:
     return _KERNEL_ERRORS.get(kind, RuntimeError)(message)
 
 
+# Exceptions raised by Python packed functions during the current kernel call, as
+# (function name, exception); filled by runtime.packed's trampoline, drained by
+# ``Function.check_status`` (which re-raises the first one at the call site).
+_CALLEE_ERRORS: list = []
+
+
+def record_callee_error(name: str, exc: BaseException) -> None:
+    """Remember that packed function ``name`` raised ``exc`` inside a kernel."""
+    _CALLEE_ERRORS.append((name, exc))
+
+
+def _take_callee_error(kernel: str):
+    if not _CALLEE_ERRORS:
+        return None
+    name, exc = _CALLEE_ERRORS[0]
+    _CALLEE_ERRORS.clear()
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"raised by packed function {name!r} called from kernel {kernel!r}")
+    return exc
+
+
+# ctypes types of scalar (non-pointer) kernel parameters, by dtype
+_SCALAR_CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double,
+                  "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
+                  "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
+                  "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "bool": ctypes.c_bool}
+
+
+def _scalar_ctype(p):
+    t = _SCALAR_CTYPES.get(p.dtype)
+    if t is None:
+        raise BuildError(f"param {p.name!r}: scalar parameters of dtype {p.dtype} are not "
+                         f"supported; expected one of {sorted(_SCALAR_CTYPES)}")
+    return t
+
+
 class Function:
-    """One compiled kernel: ``f(*arrays)`` checks the arrays and runs it in place."""
+    """One compiled kernel: ``f(*arrays)`` checks the arrays and runs it in place.
+
+    Scalar parameters (``te.var`` arguments) take Python numbers."""
 
     def __init__(self, meta: FuncMeta, addr: int, repeat_addr, keepalive,
                  uses_gomp: bool = False, status_addrs=None):
@@ -127,15 +165,16 @@ class Function:
         self.uses_gomp = uses_gomp
         self.name = meta.name
         self.params = meta.params
-        n = len(meta.params)
         self._keepalive = keepalive      # the JIT tracker: code lives while we do
-        self._cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n)(addr)
+        argtypes = [_scalar_ctype(p) if p.scalar else ctypes.c_void_p for p in meta.params]
+        self._cfunc = ctypes.CFUNCTYPE(None, *argtypes)(addr)
         self._crepeat = None
         if repeat_addr is not None:
-            proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n, ctypes.c_int64)
+            proto = ctypes.CFUNCTYPE(None, *argtypes, ctypes.c_int64)
             self._crepeat = proto(repeat_addr)
         self._checks = tuple((p.name, p.shape, p.np_dtype, p.written, p.align)
                              for p in meta.params)
+        self._scalars = {k: p for k, p in enumerate(meta.params) if p.scalar}
 
     @property
     def has_repeat(self) -> bool:
@@ -159,6 +198,9 @@ class Function:
         st = self._status
         if st is not None and st.value:
             code, st.value = st.value, 0
+            callee = _take_callee_error(self.name)
+            if callee is not None:
+                raise callee
             raise kernel_error(self._errors_addr, code, self.name)
 
     def prepare(self, arrays) -> PreparedCall:
@@ -170,7 +212,10 @@ class Function:
                             f"got {len(arrays)}")
         ptrs, spans, writeback, temps = [], [], [], []
         # Hot path (every call): one flags object per array, identity test on dtype first.
-        for (pname, shape, dt, written, align), a in zip(checks, arrays):
+        for k, ((pname, shape, dt, written, align), a) in enumerate(zip(checks, arrays)):
+            if self._scalars and k in self._scalars:
+                ptrs.append(self._scalar(pname, dt, a))
+                continue
             if not isinstance(a, np.ndarray) and hasattr(a, "device") and hasattr(a, "__array__"):
                 a = a.__array__()          # an NDArray: its own buffer, written in place
             if not isinstance(a, np.ndarray):
@@ -197,6 +242,19 @@ class Function:
         if len(spans) > 1:
             self._check_overlap(spans)
         return PreparedCall(ptrs, writeback, temps)
+
+    def _scalar(self, pname, dt, a):
+        """A Python number for scalar param ``pname`` (ctypes converts it)."""
+        if isinstance(a, np.ndarray) and a.ndim == 0:
+            a = a.item()
+        if isinstance(a, np.generic):
+            a = a.item()
+        ok = isinstance(a, (int, float, bool)) if dt.kind == "f" else \
+            isinstance(a, (int, bool)) and not (dt.kind == "u" and a < 0)
+        if not ok:
+            raise TypeError(f"function {self.name!r} param {pname!r}: expected a "
+                            f"{dt.name} scalar (Python number), got {a!r}")
+        return float(a) if dt.kind == "f" else int(a)
 
     def _reject(self, pname, shape, dt, written, a) -> None:
         where = f"function {self.name!r} param {pname!r}"

@@ -222,10 +222,23 @@ def resolve_attach_ivar(stage, ivar):
     return ivar
 
 
-def infer_bound(sch, bodies: dict) -> Bounds:
+def infer_bound(sch, bodies: dict, loop_stages=None) -> Bounds:
+    """Bounds of every stage in ``bodies``.  ``loop_stages`` maps a stage that only runs
+    its own loops (a scan's time loop) to ``(reads, free)``: expressions standing for what
+    it reads of the stages attached inside it, and ``{Var: extent}`` of their free index
+    variables (relaxed to the whole extent)."""
     b = Bounds()
     reads = {st: collect_reads(body) for st, body in bodies.items()}
+    loop_stages = loop_stages or {}
+    for st, (body, free) in loop_stages.items():
+        reads[st] = collect_reads(body)
+        b.var_ext.update(free)
     for st in reversed(sch.stages):
+        if st in loop_stages:
+            for iv in st.leaf_iter_vars:
+                b.ext[iv] = b.var_ext[iv.var] = iv.dom.extent.value
+            b.root_value[st], b.preds[st] = {}, []
+            continue
         if st not in bodies:
             continue
         op = st.op

@@ -11,18 +11,20 @@ from math import prod
 from ..errors import LoweringError
 from ..passes.pipeline import default_pipeline, run_pipeline
 from ..te.tensor import PlaceholderOp, Tensor
+from ..tir import expr as E
 from ..tir import op as _op
 from ..tir import stmt as S
 from ..transform import PassContext
 from .bound import infer_bound
 from .inline import inject_inline
+from .opaque import plan_opaque
 from .schedule import Schedule
 from .schedule_ops import OpsBuilder, TensorBinding
 
 
 def _current(sch: Schedule, t) -> Tensor:
     if not isinstance(t, Tensor):
-        raise LoweringError(f"lower: args must be Tensors, got {t!r}")
+        raise LoweringError(f"lower: args must be Tensors or te.var scalars, got {t!r}")
     st = sch.stage_map.get(t.op)
     if st is None:
         if isinstance(t.op, PlaceholderOp):
@@ -55,9 +57,15 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
         raise LoweringError(f"lower: expected a Schedule, got {type(sch).__name__}")
     args = list(args or [])
     bodies = inject_inline(sch)
-    bounds = infer_bound(sch, bodies)
-    bindings, params, seen = {}, [], set()
+    bindings: dict = {}
+    params: list = []
+    seen: set = set()
     for a in args:
+        if isinstance(a, E.Var):      # a scalar argument (te.var), passed by value
+            if any(a is p for p in params):
+                raise LoweringError(f"lower: variable {a.name} appears twice in args")
+            params.append(a)
+            continue
         t = _current(sch, a)
         if t in seen:
             raise LoweringError(f"lower: tensor {t.name} appears twice in args")
@@ -65,7 +73,9 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
         buf = S.decl_buffer(t.shape, t.dtype, _buffer_name(t))
         params.append(buf)
         bindings[t] = TensorBinding(buf, [_op.const(0)] * len(t.shape))
-    alloc = {}
+    opaque = plan_opaque(sch, bindings, _buffer_name)
+    bounds = infer_bound(sch, bodies, opaque.loop_stages)
+    alloc = dict(opaque.alloc)
     for st in sch.stages:
         if st not in bodies:
             continue
@@ -74,7 +84,7 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
         for k in range(st.op.num_outputs):
             t = st.op.output(k)
             if t in bindings:
-                if st.attach_type == "scope":
+                if st.attach_type == "scope" and t not in opaque.shared:
                     raise LoweringError(f"lower: stage {st.name} is a function argument and cannot "
                                         "be computed inside another stage (compute_at)")
                 continue
@@ -83,9 +93,9 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
             alloc[t] = buf
             bindings[t] = TensorBinding(buf, mins)
     _check_index_range(bindings, bounds)
-    body = OpsBuilder(sch, bodies, bounds, bindings, alloc).build()
+    body = OpsBuilder(sch, bodies, bounds, bindings, alloc, opaque.builders).build()
     for st in reversed(sch.stages):
-        if st in bodies and st.attach_type == "root":
+        if (st in bodies or st in opaque.builders) and st.attach_type == "root":
             for k in range(st.op.num_outputs):
                 block = alloc.get(st.op.output(k))
                 if block is not None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ScheduleError
+from ..te.extern import ExternOp
+from ..te.scan import ScanOp
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, post_order_ops
 from ..tir import expr as E
 from ..tir import op as _op
@@ -53,6 +55,8 @@ class Stage:
         self.op: Any = op            # a ComputeOp for every stage that can be scheduled
         if isinstance(op, ComputeOp):
             self.all_iter_vars = list(op.axis) + list(op.reduce_axis)
+        elif isinstance(op, ScanOp):    # only the time loop: stages attach inside it
+            self.all_iter_vars = [op.scan_axis]
         else:
             self.all_iter_vars = []
         self.leaf_iter_vars = list(self.all_iter_vars)
@@ -70,6 +74,11 @@ class Stage:
 
     # ------------------------------------------------------------------ checks
     def _check_compute(self, what: str) -> None:
+        if isinstance(self.op, (ExternOp, ScanOp)):
+            kind = "an extern op (an opaque call over whole buffers)" if isinstance(
+                self.op, ExternOp) else "a scan (only its body stages can be scheduled)"
+            raise ScheduleError(f"{what}: stage {self.name} is {kind}; {what} applies only "
+                                "to te.compute stages")
         if not isinstance(self.op, ComputeOp):
             raise ScheduleError(f"{what}: stage {self.name} is a placeholder; only compute "
                                 "stages can be scheduled")
@@ -273,6 +282,12 @@ class Schedule:
             self.stage_map[op] = st
         for op in self.outputs:
             self.stage_map[op].is_output = True
+        for st in list(self.stages):
+            if isinstance(st.op, ScanOp):    # a scan's body runs inside its time loop
+                for op in st.op.body_ops():
+                    body = self.stage_map[op]
+                    body.attach_type, body.attach_stage = "scope", st
+                    body.attach_ivar = st.op.scan_axis
 
     def __getitem__(self, key) -> Stage:
         op = key.op if isinstance(key, Tensor) else key

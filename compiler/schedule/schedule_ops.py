@@ -53,9 +53,13 @@ class _ToBuffer(Mutator):
 
 
 class OpsBuilder:
-    def __init__(self, sch, bodies, bounds, bindings, alloc_buffers):
+    """``opaque`` maps stages that are not compute stages (extern, scan) to a function
+    ``(builder, stage) -> Stmt`` building their statement."""
+
+    def __init__(self, sch, bodies, bounds, bindings, alloc_buffers, opaque=None):
         self.sch, self.bodies, self.bounds = sch, bodies, bounds
         self.bindings, self.alloc_buffers = bindings, alloc_buffers
+        self.opaque = opaque or {}
         self.attached: dict = {}
         for st in sch.stages:
             if st in bodies and st.attach_type == "scope":
@@ -64,11 +68,13 @@ class OpsBuilder:
 
     def build(self) -> S.Stmt:
         parts = [self.stage(st) for st in self.sch.stages
-                 if st in self.bodies and st.attach_type == "root"]
+                 if (st in self.bodies or st in self.opaque) and st.attach_type == "root"]
         return S.seq(*parts)
 
     # ------------------------------------------------------------------ per stage
     def stage(self, st) -> S.Stmt:
+        if st in self.opaque:
+            return self.opaque[st](self, st)
         op: ComputeOp = st.op
         tb = _ToBuffer(self.bounds.root_value[st], self.bindings)
         body = self.bodies[st]

@@ -30,6 +30,8 @@ from ..tir.op import (
 )
 from ..tir.op import round_ as round
 from .api import comm_reducer, compute, max, min, placeholder, reduce_axis, sum, var  # noqa: A004
+from .extern import ExternOp, extern
+from .scan import ScanOp, scan
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
 __all__ = [n for n in dir() if not n.startswith("_")]

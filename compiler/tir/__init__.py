@@ -1,5 +1,6 @@
 """TIR: the loop-nest IR (expressions, statements, buffers), its printer and helpers."""
-from . import dtype
+from . import dtype, ir_builder
+from .calls import call_extern, call_packed, call_pure_extern
 from .expr import (
                    EQ,
                    GE,

@@ -14,7 +14,7 @@ Invariants:
 """
 from __future__ import annotations
 
-from .expr import BufferLoad, Node
+from .expr import BufferLoad, Node, Var
 from .functor import Visitor, _fields_of
 from .stmt import Buffer, PrimFunc
 
@@ -103,8 +103,12 @@ class _KeyBuilder(Visitor):
 
     def visit_PrimFunc(self, f):
         for b in f.params:
-            self.define_buffer(b)
-        return ("PrimFunc", tuple(self.buffer_key(b) for b in f.params),
+            if isinstance(b, Var):     # scalar params are bound variables
+                self.define_var(b)
+            else:
+                self.define_buffer(b)
+        return ("PrimFunc", tuple(self.visit(b) if isinstance(b, Var) else self.buffer_key(b)
+                                  for b in f.params),
                 self.visit(f.body), self.value_key(f.attrs))
 
     # -------------------------------------------------------------- generic

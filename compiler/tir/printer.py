@@ -83,7 +83,10 @@ class Printer:
         if t is E.Let:
             return f"T.Let({self.expr(e.body)}, where={{{self.expr(e.var)}: {self.expr(e.value)}}})"
         if t is E.Call:
-            return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})"
+            args = ", ".join(self.expr(a) for a in e.args)
+            if e.op in ("call_extern", "call_pure_extern"):    # TVM prints the dtype first
+                return f"T.{e.op}(\"{e.dtype}\", {args})"
+            return f"T.{e.op}({args})"
         if t is E.ProducerLoad:
             return f"{self.name_of(e.producer, e.producer.name)}[{self.indices(e.indices)}]"
         if t is E.BufferLoad:
@@ -124,6 +127,7 @@ class Printer:
             shape = ", ".join(self.expr(x) for x in b.shape)
             self.emit(depth, f"{self.name_of(b, b.name)} = T.allocate([{shape}], \"{b.dtype}\", "
                              f"\"{b.scope}\")")
+            self.names.setdefault(b.data, f"{self.names[b]}.data")
             self.stmt(s.body, depth)
         elif t is S.IfThenElse:
             self.emit(depth, f"if {self.expr(s.condition)}:")
@@ -161,10 +165,14 @@ class Printer:
     def func(self, f) -> str:
         params = []
         for b in f.params:
+            if isinstance(b, E.Var):       # a scalar passed by value
+                params.append(f"{self.expr(b)}: T.{b.dtype}")
+                continue
             shape = ", ".join(self.expr(x) for x in b.shape)
             if len(b.shape) == 1:
                 shape += ","
             params.append(f"{self.name_of(b, b.name)}: T.Buffer(({shape}), \"{b.dtype}\")")
+            self.names.setdefault(b.data, f"{self.names[b]}.data")   # as TVMScript spells it
         self.lines.append("@T.prim_func")
         self.lines.append(f"def {f.name}({', '.join(params)}):")
         attrs = {"global_symbol": f.name, **dict(f.attrs)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import IntImm, Node, PrimExpr, Var
+from .expr import BufferLoad, IntImm, Node, PrimExpr, Var
 from .op import convert as _conv
 
 
@@ -40,6 +40,16 @@ class Buffer(Node):
     strides: tuple = ()
     scope: str = "global"
     align: int = 64
+
+    def vload(self, begin, dtype=None) -> PrimExpr:
+        """``self[begin]`` (TVM's Buffer.vload; one index is flat, a tuple per dimension)."""
+        idx = tuple(begin) if isinstance(begin, (tuple, list)) else (begin,)
+        return BufferLoad(self, tuple(_conv(i) for i in idx))
+
+    def vstore(self, begin, value) -> Stmt:
+        """The statement ``self[begin] = value`` (TVM's Buffer.vstore)."""
+        idx = tuple(begin) if isinstance(begin, (tuple, list)) else (begin,)
+        return BufferStore(self, _conv(value, self.dtype), tuple(_conv(i) for i in idx))
 
 
 def decl_buffer(shape, dtype: str = "float32", name: str = "buf", scope: str = "global",
