@@ -6,7 +6,9 @@ verifies, optimizes and JITs.  Text is built with plain strings (not llvmlite.ir
 it is several times faster, and the tuner generates thousands of candidates.
 
 For each PrimFunc ``f`` the module defines
-- ``void @f(ptr noalias nocapture %A, ...)``: one pointer per param buffer, in order.
+- ``void @f(ptr noalias nocapture %A, ..., i32 %n, ...)``: one pointer per param
+  buffer, in order, then one integer per shape variable of a symbolic kernel
+  (``tir.analysis.shape_vars``: the runtime reads them from the arrays' shapes).
   No alignment is claimed on parameters (numpy may hand us 16-byte aligned arrays);
   attribute group #901 = nounwind + noinline + the target's cpu/features;
 - ``void @f__repeat(ptr ..., i64 %n)``: calls ``@f`` n times (time_evaluator times one
@@ -28,10 +30,11 @@ import llvmlite.binding as llvm
 
 from ..errors import CodegenError
 from ..target import Target, parse_target
+from ..tir.analysis import shape_vars
 from ..tir.stmt import Buffer, PrimFunc
 from .llvm_builder import ATTR_ENTRY, ATTR_FUNC, ModuleContext
 from .llvm_function import FunctionEmitter
-from .llvm_types import global_name, local_hint
+from .llvm_types import global_name, local_hint, ltype
 
 
 def codegen_llvm(funcs, target) -> str:
@@ -92,33 +95,45 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
     for suffix in ("__status", "__errors"):
         mod.define(global_name(f.name + suffix), "")
     em = FunctionEmitter(mod, f.name)
-    params, seen = [], set()
+    seen: set = set()
+    sig, types = [], []
     for i, b in enumerate(f.params):
         if not isinstance(b, Buffer):
             raise CodegenError(f"codegen: parameter {i} of {f.name!r} is "
                                f"{type(b).__name__} {b!r:.60}; expected a tir.Buffer")
-        # every generated local name ends in a digit, so a name that does not can
-        # never collide with one
-        p = "%" + local_hint(b.name)
-        if p[-1].isdigit():
-            p += "_"
-        while p in seen or p == "%entry":
-            p += "_"
-        seen.add(p)
-        em.vars[b.data] = p
-        params.append(p)
+        em.vars[b.data] = p = _param_name(b.name, seen)
+        sig.append(f"ptr noalias nocapture {p}")
+        types.append("ptr")
+    for v in shape_vars(f):
+        if v.dtype not in ("int32", "int64"):
+            raise CodegenError(f"codegen: shape variable {v.name!r} of {f.name!r} has dtype "
+                               f"{v.dtype}; expected int32 or int64")
+        em.vars[v] = p = _param_name(v.name, seen)
+        sig.append(f"{ltype(v.dtype)} {p}")
+        types.append(ltype(v.dtype))
     em.stmt(f.body)
-    sig = ", ".join(f"ptr noalias nocapture {p}" for p in params)
-    main = f"define void {sym}({sig}) {ATTR_ENTRY} {{\n" + em.body_text()
+    main = f"define void {sym}({', '.join(sig)}) {ATTR_ENTRY} {{\n" + em.body_text()
     # after the body: the messages are known once every failure point was emitted
-    return [main, _repeat_text(f.name, len(params)), mod.status_globals(f.name)]
+    return [main, _repeat_text(f.name, types), mod.status_globals(f.name)]
 
 
-def _repeat_text(name: str, nparams: int) -> str:
+def _param_name(hint: str, seen: set) -> str:
+    # every generated local name ends in a digit, so a name that does not can
+    # never collide with one
+    p = "%" + local_hint(hint)
+    if p[-1].isdigit():
+        p += "_"
+    while p in seen or p == "%entry":
+        p += "_"
+    seen.add(p)
+    return p
+
+
+def _repeat_text(name: str, types: list) -> str:
     """``@<name>__repeat(args..., i64 %n)``: the timing loop around one call."""
-    args = ", ".join(f"ptr %a{i}" for i in range(nparams))
+    args = ", ".join(f"{t} %a{i}" for i, t in enumerate(types))
     call_args = args
-    sep = ", " if nparams else ""
+    sep = ", " if types else ""
     return "\n".join([
         f"define void {global_name(name + '__repeat')}({args}{sep}i64 %n) {ATTR_FUNC} {{",
         "entry:",
