@@ -18,11 +18,13 @@ which is where its value is read from (checked by ``check_shape_vars``).
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 
 from ..tir import expr as E
 
-OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-       "floordiv": operator.floordiv, "floormod": operator.mod, "min": min, "max": max}
+OPS: dict[str, Callable[[int, int], int]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "floordiv": operator.floordiv, "floormod": operator.mod, "min": min, "max": max}
 _TIR_OPS = {E.Add: "add", E.Sub: "sub", E.Mul: "mul", E.FloorDiv: "floordiv",
             E.FloorMod: "floormod", E.Min: "min", E.Max: "max"}
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}

@@ -12,13 +12,13 @@ from ..errors import LoweringError
 from ..passes.pipeline import default_pipeline, run_pipeline
 from ..te.tensor import PlaceholderOp, Tensor
 from ..tir import op as _op
-from ..tir.expr import IntImm
 from ..tir import stmt as S
+from ..tir.expr import IntImm
 from ..transform import PassContext
 from .bound import infer_bound
 from .inline import inject_inline
-from .schedule import Schedule
 from .relations import as_expr
+from .schedule import Schedule
 from .schedule_ops import OpsBuilder, TensorBinding
 
 
