@@ -4,6 +4,7 @@ lower, build once, then call at several sizes; every kernel is compared with num
 The golden file of one symbolic kernel's lowered text lives beside the others
 (``pytest tests/test_tvm_symbolic.py --update-golden`` rewrites it).
 """
+import json
 import pathlib
 
 import numpy as np
@@ -13,6 +14,7 @@ import autosched as auto
 import compiler as tvm
 from compiler import te, tir
 from compiler.errors import BuildError, CodegenError, TEError
+from compiler.runtime import load_module
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 
@@ -278,3 +280,21 @@ def test_autosched_refuses_symbolic_dag():
     with pytest.raises(auto.AutoSchedError, match="symbolic extent n; the auto-scheduler "
                                                   "needs static shapes"):
         auto.ComputeDAG([A, B, C])
+
+
+def test_symbolic_meta_is_plain_data_and_survives_json():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    D = te.compute((n - 1,), lambda i: A[i + 1] - A[i], name="D")
+    s = te.create_schedule(D.op)
+    obj, metas, ir_text = tvm.build_object(tvm.lower(s, [A, D], name="diff2"), "llvm")
+    (fm,) = metas
+    assert fm.shape_vars == (("n", "int32"),)
+    assert [p.shape for p in fm.params] == [("n",), (("sub", "n", 1),)]
+    doc = json.loads(json.dumps([[fm.name, [[p.name, p.shape, p.dtype, p.written, p.align]
+                                            for p in fm.params], fm.shape_vars]]))
+    mod = load_module(obj, doc, ir_text=ir_text)
+    assert mod.funcs_meta == metas
+    a, d = rand(10), np.zeros(9, "float32")
+    mod(a, d)
+    np.testing.assert_allclose(d, np.diff(a), rtol=1e-6)
