@@ -39,6 +39,7 @@ class ComputeDAG:
         if not self.outputs:
             raise AutoSchedError("ComputeDAG: no output compute op among the tensors")
         self.ops = [st.op for st in te.create_schedule(self.outputs).stages]
+        _check_static(self.ops)
         self.access = AccessAnalyzer(self.ops, self.outputs)
         self.flop_ct = float(sum(_flops(op) for op in self.ops))
         self._replay_cache: OrderedDict = OrderedDict()
@@ -171,6 +172,19 @@ class _FlopCounter(Visitor):
 
     def visit_ProducerLoad(self, e):
         pass
+
+
+def _check_static(ops) -> None:
+    """The search needs concrete loop extents (as Ansor): refuse ``te.var`` shapes."""
+    for op in ops:
+        ivs = list(op.axis) + list(op.reduce_axis) if isinstance(op, ComputeOp) else []
+        dims = [iv.dom.extent for iv in ivs] + list(getattr(op, "shape", ()))
+        for d in dims:
+            if not isinstance(d, E.IntImm):
+                raise AutoSchedError(
+                    f"ComputeDAG: operation {op.name} has symbolic extent {d}; the "
+                    "auto-scheduler needs static shapes (bind te.var sizes to ints "
+                    "before tuning)")
 
 
 def _flops(op) -> int:

@@ -327,9 +327,12 @@ def test_meta_from_primfunc():
     assert fm == FuncMeta("f", (ParamMeta("A", (4, 8), "float32", False),
                                 ParamMeta("B", (4, 8), "float32", False),
                                 ParamMeta("C", (4, 8), "float32", True)))
-    D = decl_buffer((Var("n", "int32"),), "float32", "D")
-    with pytest.raises(BuildError, match="not a constant"):
-        meta_from_primfunc(PrimFunc("g", (D,), body))
+    n = Var("n", "int32")
+    D = decl_buffer((n,), "float32", "D")     # symbolic: n is read from D's length
+    assert meta_from_primfunc(PrimFunc("g", (D,), body)).shape_vars == (("n", "int32"),)
+    E = decl_buffer((n + 1,), "float32", "E")
+    with pytest.raises(BuildError, match="not a whole dimension"):
+        meta_from_primfunc(PrimFunc("g", (E,), body))
     with pytest.raises(TypeError):
         meta_from_primfunc("f")
 

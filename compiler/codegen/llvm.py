@@ -6,8 +6,10 @@ verifies, optimizes and JITs.  Text is built with plain strings (not llvmlite.ir
 it is several times faster, and the tuner generates thousands of candidates.
 
 For each PrimFunc ``f`` the module defines
-- ``void @f(ptr noalias nocapture %A, ...)``: one pointer per param buffer, in order
-  (a scalar Var param is passed by value with its own type);
+- ``void @f(ptr noalias nocapture %A, ..., i32 %n, ...)``: one pointer per param
+  buffer, in order (a scalar Var param is passed by value with its own type), then one
+  integer per shape variable of a symbolic kernel that is not itself a param
+  (``tir.analysis.shape_vars``: the runtime reads them from the arrays' shapes).
   No alignment is claimed on parameters (numpy may hand us 16-byte aligned arrays);
   attribute group #901 = nounwind + noinline + the target's cpu/features;
 - ``void @f__repeat(ptr ..., i64 %n)``: calls ``@f`` n times (time_evaluator times one
@@ -31,6 +33,7 @@ from ..errors import CodegenError
 from ..runtime.packed import TRAMPOLINE_SYMBOL
 from ..target import Target, parse_target
 from ..tir import dtype as dt
+from ..tir.analysis import shape_vars
 from ..tir.expr import Var
 from ..tir.stmt import Buffer, PrimFunc
 from .llvm_builder import ATTR_ENTRY, ATTR_FUNC, ModuleContext
@@ -96,30 +99,44 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
     for suffix in ("__status", "__errors"):
         mod.define(global_name(f.name + suffix), "")
     em = FunctionEmitter(mod, f.name)
-    params, types, seen = [], [], set()
+    seen: set = set()
+    sig, types = [], []
     for i, b in enumerate(f.params):
         if not isinstance(b, (Buffer, Var)) or (isinstance(b, Var) and (
                 dt.lanes(b.dtype) != 1 or b.dtype == "handle")):
             raise CodegenError(f"codegen: parameter {i} of {f.name!r} is "
                                f"{type(b).__name__} {b!r:.60}; expected a tir.Buffer or a "
                                "scalar Var")
-        # every generated local name ends in a digit, so a name that does not can
-        # never collide with one
-        p = "%" + local_hint(b.name)
-        if p[-1].isdigit():
-            p += "_"
-        while p in seen or p == "%entry":
-            p += "_"
-        seen.add(p)
+        p = _param_name(b.name, seen)
         em.vars[b.data if isinstance(b, Buffer) else b] = p
-        params.append(p)
-        types.append("ptr" if isinstance(b, Buffer) else ltype(b.dtype))
+        t = "ptr" if isinstance(b, Buffer) else ltype(b.dtype)
+        sig.append(f"ptr noalias nocapture {p}" if t == "ptr" else f"{t} {p}")
+        types.append(t)
+    for v in shape_vars(f):
+        if v in em.vars:           # also an explicit scalar param: passed once
+            continue
+        if v.dtype not in ("int32", "int64"):
+            raise CodegenError(f"codegen: shape variable {v.name!r} of {f.name!r} has dtype "
+                               f"{v.dtype}; expected int32 or int64")
+        em.vars[v] = p = _param_name(v.name, seen)
+        sig.append(f"{ltype(v.dtype)} {p}")
+        types.append(ltype(v.dtype))
     em.stmt(f.body)
-    sig = ", ".join(f"ptr noalias nocapture {p}" if t == "ptr" else f"{t} {p}"
-                    for p, t in zip(params, types))
-    main = f"define void {sym}({sig}) {ATTR_ENTRY} {{\n" + em.body_text()
+    main = f"define void {sym}({', '.join(sig)}) {ATTR_ENTRY} {{\n" + em.body_text()
     # after the body: the messages are known once every failure point was emitted
     return [main, _repeat_text(f.name, types), mod.status_globals(f.name)]
+
+
+def _param_name(hint: str, seen: set) -> str:
+    # every generated local name ends in a digit, so a name that does not can
+    # never collide with one
+    p = "%" + local_hint(hint)
+    if p[-1].isdigit():
+        p += "_"
+    while p in seen or p == "%entry":
+        p += "_"
+    seen.add(p)
+    return p
 
 
 def _repeat_text(name: str, types: list) -> str:

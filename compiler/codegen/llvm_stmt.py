@@ -54,6 +54,10 @@ class StmtMixin(EmitterBase):
             self.stmt(x)
 
     def _s_attr(self, s) -> None:
+        if s.key == "thread_extent":
+            raise CodegenError(f"codegen: {self.root!r} binds a loop to GPU thread axis "
+                               f"{getattr(s.node, 'thread_tag', s.node)!r} (Stage.bind); "
+                               "the llvm target runs on the CPU, so remove the bind")
         self.stmt(s.body)
 
     def _s_evaluate(self, s) -> None:

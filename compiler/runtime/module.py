@@ -8,6 +8,9 @@ Invariants (what makes a bad call an exception instead of a crash or silent corr
 - Every argument is checked before the call: count (TypeError), ndarray (TypeError),
   dtype, shape, C-contiguity, writeability of written params, and no two params sharing
   memory (kernel params are ``noalias``) -- all ValueError naming the parameter.
+- A kernel with symbolic shapes (``FuncMeta.shape_vars``) takes its shape variables from
+  the arrays of each call and checks that every dimension agrees with them
+  (runtime.symbolic); their values are passed after the pointers.
 - Each param's ``align`` is what the code assumes (an ``align 64`` parameter attribute
   lets LLVM use aligned vector moves, which fault on numpy's usual 16-byte alignment).
   A misaligned array is copied into an aligned temporary for the call and copied back if
@@ -28,6 +31,7 @@ import numpy as np
 
 from ..errors import BuildError
 from .meta import DEFAULT_ALIGN, FuncMeta
+from .symbolic import bind_shapes
 from .timer import Evaluator
 
 _SOURCE_FORMATS = ("ll", "asm")
@@ -166,7 +170,8 @@ class Function:
         self.name = meta.name
         self.params = meta.params
         self._keepalive = keepalive      # the JIT tracker: code lives while we do
-        argtypes = [_scalar_ctype(p) if p.scalar else ctypes.c_void_p for p in meta.params]
+        argtypes = [_scalar_ctype(p) if p.scalar else ctypes.c_void_p for p in meta.params] + [
+            ctypes.c_int32 if d == "int32" else ctypes.c_int64 for _, d in meta.shape_vars]
         self._cfunc = ctypes.CFUNCTYPE(None, *argtypes)(addr)
         self._crepeat = None
         if repeat_addr is not None:
@@ -210,6 +215,10 @@ class Function:
             names = ", ".join(c[0] for c in checks)
             raise TypeError(f"function {self.name!r} takes {len(checks)} arrays ({names}), "
                             f"got {len(arrays)}")
+        values = ()
+        if self.meta.shape_vars:
+            shapes, values = bind_shapes(self.meta, arrays)
+            checks = tuple((c[0], sh) + c[2:] for c, sh in zip(checks, shapes))
         ptrs, spans, writeback, temps = [], [], [], []
         # Hot path (every call): one flags object per array, identity test on dtype first.
         for k, ((pname, shape, dt, written, align), a) in enumerate(zip(checks, arrays)):
@@ -241,6 +250,7 @@ class Function:
             ptrs.append(ptr)
         if len(spans) > 1:
             self._check_overlap(spans)
+        ptrs.extend(values)
         return PreparedCall(ptrs, writeback, temps)
 
     def _scalar(self, pname, dt, a):

@@ -1,9 +1,9 @@
-"""Bound inference (TVM's InferBound) for static shapes.
+"""Bound inference (TVM's InferBound).
 
 For every non-inlined stage this computes:
 - the range of each root axis: a symbolic ``min`` (an expression of the loops that
-  enclose the stage's attach point) and a constant ``extent``;
-- the constant extent of every derived axis (split outer/inner, fused);
+  enclose the stage's attach point) and an ``extent``;
+- the extent of every derived axis (split outer/inner, fused);
 - the value of each root axis in terms of the leaf loops, and the predicates needed when
   a split does not divide evenly or an attached region may leave the tensor's domain.
 
@@ -11,7 +11,14 @@ Stages are visited consumers first.  A stage attached with ``compute_at`` covers
 union of what its consumers read, with the consumers' loops inside the attach point
 relaxed to their full ranges and the loops at or above it kept symbolic.  Root and
 output stages cover their whole domain.  Every loop runs from 0.
+
+Extents are Python ints for static shapes and integer PrimExprs of the shape variables
+(``te.var``) otherwise; shape variables are symbolic constants here (never relaxed).
+A static program takes exactly the paths it took before symbolic shapes existed, so its
+IR does not change.  When a symbolic comparison cannot be proven, the result is the
+safe one: the whole domain, or one more guard (``likely(...)``, as TVM marks them).
 """
+
 from __future__ import annotations
 
 from ..errors import LoweringError
@@ -20,7 +27,7 @@ from ..tir import expr as E
 from ..tir import op as _op
 from ..tir.functor import substitute
 from .inline import collect_reads
-from .relations import Fuse, Split, split_extents
+from .relations import Fuse, Split, as_expr, dom_extent, ext_mul, split_extents
 
 
 class Bounds:
@@ -28,12 +35,12 @@ class Bounds:
 
     def __init__(self):
         self.root_min: dict = {}     # root IterVar -> PrimExpr
-        self.ext: dict = {}          # IterVar -> int
-        self.factor: dict = {}       # Split -> int (effective inner factor)
+        self.ext: dict = {}          # IterVar -> int (PrimExpr when symbolic)
+        self.factor: dict = {}       # Split -> int (PrimExpr: nparts of a symbolic extent)
         self.path: dict = {}         # Stage -> [IterVar] loops enclosing its attach point
         self.root_value: dict = {}   # Stage -> {root Var: PrimExpr of leaf vars}
         self.preds: dict = {}        # Stage -> [(PrimExpr, is_reduce_pred)]
-        self.var_ext: dict = {}      # loop Var -> int
+        self.var_ext: dict = {}      # loop Var -> int (or PrimExpr)
 
 
 # ---------------------------------------------------------------- linear forms
@@ -122,7 +129,9 @@ def interval(e, fixed, var_ext):
         n = var_ext.get(e)
         if n is None or e in fixed:
             return e, e
-        return _op.const(0, e.dtype), _op.const(n - 1, e.dtype)
+        if isinstance(n, int):
+            return _op.const(0, e.dtype), _op.const(n - 1, e.dtype)
+        return _op.const(0, e.dtype), _op.sub(n, 1)
     if t in (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max):
         a = interval(e.a, fixed, var_ext)
         b = interval(e.b, fixed, var_ext)
@@ -142,6 +151,26 @@ def interval(e, fixed, var_ext):
 
 def _const(x):
     return x.value if isinstance(x, E.IntImm) else None
+
+
+def provably_le(a, b) -> bool:
+    """True when ``a <= b`` for every value of the variables (affine terms cancel);
+    False when unknown.  ``a`` and ``b`` are extents (ints or PrimExprs)."""
+    la, lb = linear(as_expr(a)), linear(as_expr(b))
+    return _same_vars(la, lb) and la[1] <= lb[1]
+
+
+def _span(lo, hi):
+    """``hi - lo + 1`` as an extent (int when constant), or None when not affine."""
+    la, lh = linear(lo), linear(hi)
+    if la is None or lh is None:
+        return None
+    co = dict(lh[0])
+    for v, k in la[0].items():
+        co[v] = co.get(v, 0) - k
+    co = {v: k for v, k in co.items() if k}
+    c = lh[1] - la[1] + 1
+    return c if not co else from_linear(co, c, hi.dtype)
 
 
 _BUILD = {E.Add: _op.add, E.Sub: _op.sub, E.Mul: _op.mul, E.FloorDiv: _op.floordiv,
@@ -243,12 +272,12 @@ def infer_bound(sch, bodies: dict, loop_stages=None) -> Bounds:
             continue
         op = st.op
         for iv in op.axis:
-            lo, n = (_op.const(0), iv.dom.extent.value)
+            lo, n = (_op.const(0), dom_extent(iv))
             if st.attach_type == "scope":
                 lo, n = _attached_range(st, iv, op, bodies, reads, b)
             b.root_min[iv], b.ext[iv] = lo, n
         for iv in op.reduce_axis:
-            b.root_min[iv], b.ext[iv] = iv.dom.min, iv.dom.extent.value
+            b.root_min[iv], b.ext[iv] = iv.dom.min, dom_extent(iv)
         _pass_down(st, b)
         _pass_up(st, b)
     return b
@@ -257,7 +286,7 @@ def infer_bound(sch, bodies: dict, loop_stages=None) -> Bounds:
 def _attached_range(st, iv, op, bodies, reads, b: Bounds):
     """(min expr, extent) of root axis ``iv`` of attached stage ``st``."""
     dim = next(k for k, a in enumerate(op.axis) if a is iv)
-    dom = iv.dom.extent.value
+    dom = dom_extent(iv)
     path = attach_path(st, b)
     fixed = {x.var for x in path}
     lo = hi = None
@@ -274,6 +303,11 @@ def _attached_range(st, iv, op, bodies, reads, b: Bounds):
             hi = r[1] if hi is None else _emax(hi, r[1])
     if lo is None:
         raise LoweringError(f"stage {st.name} is attached with compute_at but nothing reads it")
+    if not isinstance(dom, int):
+        n = _span(lo, hi)
+        if n is None or provably_le(dom, n):
+            return _op.const(0), dom
+        return lo, (max(n, 1) if isinstance(n, int) else n)
     la, lh = linear(lo), linear(hi)
     if _same_vars(la, lh):
         n = lh[1] - la[1] + 1
@@ -301,7 +335,7 @@ def _pass_down(st, b: Bounds) -> None:
             f, b.ext[rel.outer], b.ext[rel.inner] = split_extents(pe, rel.factor, rel.nparts)
             b.factor[rel] = f
         else:
-            b.ext[rel.fused] = b.ext[rel.outer] * b.ext[rel.inner]
+            b.ext[rel.fused] = ext_mul(b.ext[rel.outer], b.ext[rel.inner])
     for iv in st.leaf_iter_vars:
         b.var_ext[iv.var] = b.ext[iv]
 
@@ -344,7 +378,11 @@ def overshoot_checks(st, vals, ext_of, leaf_ext) -> list:
             continue
         val, n = vals[iv], ext_of(iv)
         r = interval(val, set(), leaf_ext)
-        if r is None or _const(r[1]) is None or _const(r[1]) >= n:
+        if not isinstance(n, int):
+            # a symbolic tail: guarded unless provably inside, marked likely as in TVM
+            if r is None or not provably_le(_op.add(r[1], 1), n):
+                out.append((iv, _op.likely(_op.cmp(E.LT, val, n))))
+        elif r is None or _const(r[1]) is None or _const(r[1]) >= n:
             out.append((iv, _op.cmp(E.LT, val, n)))
     return out
 
@@ -361,7 +399,10 @@ def _pass_up(st, b: Bounds) -> None:
         lo = b.root_min[iv]
         val = _op.add(lo, vals[iv])
         rv[iv.var] = val
-        if not is_red and st.attach_type == "scope" and not isinstance(lo, E.IntImm):
+        if not is_red and st.attach_type == "scope" and not (
+                isinstance(dom_extent(iv), int) and isinstance(b.ext[iv], int)):
+            preds += _symbolic_region_preds(lo, val, b.ext[iv], dom_extent(iv), b)
+        elif not is_red and st.attach_type == "scope" and not isinstance(lo, E.IntImm):
             dom = iv.dom.extent.value
             r2 = interval(lo, set(), b.var_ext)
             lo_min = _const(r2[0]) if r2 else None
@@ -372,3 +413,15 @@ def _pass_up(st, b: Bounds) -> None:
                 preds.append((_op.cmp(E.LT, val, dom), False))
     b.root_value[st] = rv
     b.preds[st] = preds
+
+
+def _symbolic_region_preds(lo, val, ext, dom, b: Bounds) -> list:
+    """Guards keeping an attached stage's symbolic region inside its domain [0, dom)."""
+    r = interval(lo, set(), b.var_ext)
+    lo_min = _const(r[0]) if r else None
+    out = []
+    if lo_min is None or lo_min < 0:
+        out.append((_op.cmp(E.GE, val, 0), False))
+    if r is None or not provably_le(_op.add(r[1], as_expr(ext)), dom):
+        out.append((_op.likely(_op.cmp(E.LT, val, as_expr(dom))), False))
+    return out

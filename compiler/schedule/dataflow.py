@@ -14,6 +14,7 @@ from ..tir import op as _op
 from ..tir.analysis import free_vars
 from ..tir.functor import Mutator, substitute
 from .bound import leaf_values, overshoot_checks
+from .relations import dom_extent
 
 
 class _TensorRewriter(Mutator):
@@ -266,16 +267,13 @@ def _reduce_root_values(st, op):
     fresh spatial axes over the whole domain (the stage's spatial splits are reset, as
     in TVM), so those loop variables no longer exist.
     """
-    def ext_of(iv):
-        return iv.dom.extent.value
-
     def factor_of(rel):
-        return rel.factor if rel.factor is not None else rel.inner.dom.extent.value
+        return rel.factor if rel.factor is not None else dom_extent(rel.inner)
 
-    vals = leaf_values(st, ext_of, factor_of)
-    leaf_ext = {iv.var: ext_of(iv) for iv in st.leaf_iter_vars}
+    vals = leaf_values(st, dom_extent, factor_of)
+    leaf_ext = {iv.var: dom_extent(iv) for iv in st.leaf_iter_vars}
     spatial = {iv.var for iv in st.leaf_iter_vars if iv.iter_type == E.IterVar.DataPar}
-    preds = [p for iv, p in overshoot_checks(st, vals, ext_of, leaf_ext)
+    preds = [p for iv, p in overshoot_checks(st, vals, dom_extent, leaf_ext)
              if iv.iter_type != E.IterVar.DataPar and not (set(free_vars(p)) & spatial)]
     out = {}
     for iv in op.reduce_axis:

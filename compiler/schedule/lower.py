@@ -14,10 +14,12 @@ from ..te.tensor import PlaceholderOp, Tensor
 from ..tir import expr as E
 from ..tir import op as _op
 from ..tir import stmt as S
+from ..tir.expr import IntImm
 from ..transform import PassContext
 from .bound import infer_bound
 from .inline import inject_inline
 from .opaque import plan_opaque
+from .relations import as_expr
 from .schedule import Schedule
 from .schedule_ops import OpsBuilder, TensorBinding
 
@@ -36,6 +38,8 @@ def _current(sch: Schedule, t) -> Tensor:
 def _strides(st, extents) -> tuple:
     if not st.storage_aligns:
         return ()
+    if not all(isinstance(x, int) for x in extents):
+        return _symbolic_strides(st, extents)
     strides = [1] * len(extents)
     for d in range(len(extents) - 2, -1, -1):
         s = strides[d + 1] * extents[d + 1]
@@ -45,6 +49,18 @@ def _strides(st, extents) -> tuple:
             s += (o - s) % f
         strides[d] = s
     return tuple(_op.const(x) for x in strides)
+
+
+def _symbolic_strides(st, extents) -> tuple:
+    """``_strides`` over symbolic extents: the same padding, as expressions."""
+    strides = [_op.const(1)] * len(extents)
+    for d in range(len(extents) - 2, -1, -1):
+        s = _op.mul(strides[d + 1], as_expr(extents[d + 1]))
+        fo = st.storage_aligns.get(st.op.axis[d])
+        if fo is not None:
+            s = _op.add(s, _op.floormod(_op.sub(fo[1], s), fo[0]))
+        strides[d] = s
+    return tuple(strides)
 
 
 def _buffer_name(t: Tensor) -> str:
@@ -111,12 +127,14 @@ def _check_index_range(bindings, bounds) -> None:
     a tensor of 2^31 elements or more (or a loop that long) would wrap around and
     silently compute a fraction of the result."""
     for t, bind in bindings.items():
+        if not all(isinstance(x, IntImm) for x in bind.buffer.shape):
+            continue     # symbolic: the sizes are only known at call time
         n = prod(int(x.value) for x in bind.buffer.shape)
         if n > INDEX_LIMIT:
             raise LoweringError(f"lower: tensor {t.name} has {n} elements; indices are 32-bit, "
                                 f"so at most {INDEX_LIMIT} elements per tensor are supported")
     for iv, n in bounds.ext.items():
-        if n > INDEX_LIMIT:
+        if isinstance(n, int) and n > INDEX_LIMIT:
             raise LoweringError(f"lower: loop {iv.var.name} has extent {n}; loops are 32-bit, "
                                 f"so extents up to {INDEX_LIMIT} are supported")
 

@@ -4,8 +4,9 @@ Invariants:
 - A Stage owns one ComputeOp (or placeholder) and the IterVars of its loops.
   ``leaf_iter_vars`` is the current loop order, outermost first; ``relations`` records how
   leaves derive from the op's root axes (Split, Fuse), in creation order.
-- Every IterVar made here has a static ``dom`` Range(0, extent) computed from the full
-  domain; bound inference may later shrink extents for attached stages.
+- Every IterVar made here has a ``dom`` Range(0, extent) computed from the full domain
+  (an expression of the shape variables when the shape is symbolic); bound inference
+  may later shrink extents for attached stages.
 - Primitives validate their arguments and raise ScheduleError naming the stage, the axis
   and the reason; they never leave a stage half-modified.
 - ``stage_map`` maps every op a stage ever had (its origin op and any op that replaced it
@@ -22,19 +23,14 @@ from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, post_order_
 from ..tir import expr as E
 from ..tir import op as _op
 from . import dataflow as _dataflow
-from .relations import Fuse, Split, split_extents
+from .relations import Fuse, Split, as_expr, dom_extent, ext_mul, split_extents
 
 # iter var annotation kinds
 ANN_NONE, ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL = "none", "parallel", "vectorize", "unroll"
 
 
-def _extent(iv: E.IterVar) -> int:
-    assert iv.dom is not None and isinstance(iv.dom.extent, E.IntImm)   # static shapes
-    return iv.dom.extent.value
-
-
-def _new_iv(name: str, extent: int, iter_type: int) -> E.IterVar:
-    return E.IterVar(E.Range(_op.const(0), _op.const(extent)), E.Var(name), iter_type)
+def _new_iv(name: str, extent, iter_type: int) -> E.IterVar:
+    return E.IterVar(E.Range(_op.const(0), as_expr(extent)), E.Var(name), iter_type)
 
 
 class Stage:
@@ -64,6 +60,7 @@ class Stage:
         self.annotations: dict = {}     # IterVar -> ANN_*
         self.pragmas: dict = {}         # IterVar -> [(key, value)]
         self.storage_aligns: dict = {}  # root IterVar -> (factor, offset)
+        self.thread_binds: dict = {}    # leaf IterVar -> thread IterVar (te.thread_axis)
 
     @property
     def name(self) -> str:
@@ -114,7 +111,8 @@ class Stage:
                                 f"{'factor' if factor is not None else 'nparts'} must be a "
                                 f"positive int, got {n!r}")
         # the static extents are bound inference's over the full domain (TVM's)
-        _, outer_ext, inner_ext = split_extents(_extent(parent), factor and n, nparts and n)
+        _, outer_ext, inner_ext = split_extents(dom_extent(parent), factor and n,
+                                                nparts and n)
         outer = _new_iv(parent.var.name + "_outer", outer_ext, parent.iter_type)
         inner = _new_iv(parent.var.name + "_inner", inner_ext, parent.iter_type)
         self.relations.append(Split(parent, outer, inner, n if factor is not None else None,
@@ -159,7 +157,7 @@ class Stage:
         kinds = {outer.iter_type, inner.iter_type}
         it = outer.iter_type if len(kinds) == 1 else E.IterVar.Ordered  # mixed
         name = f"{outer.var.name}_{inner.var.name}_fused"
-        fused = _new_iv(name, _extent(outer) * _extent(inner), it)
+        fused = _new_iv(name, ext_mul(dom_extent(outer), dom_extent(inner)), it)
         self.relations.append(Fuse(outer, inner, fused))
         self.all_iter_vars.append(fused)
         pos = self._leaf_pos(outer)
@@ -190,6 +188,19 @@ class Stage:
             raise ScheduleError(f"{kind} on stage {self.name}: axis {iv.var.name} is a reduction "
                                 f"(or mixed) axis; only data-parallel axes can be {kind}d")
         self.annotations[iv] = kind
+
+    def bind(self, iv, thread_iv):
+        """Bind leaf ``iv`` to a GPU thread axis (``te.thread_axis``).  The lowered loop
+        becomes a ``thread_extent`` attribute; only a GPU target could build it."""
+        self._check_compute("bind")
+        self._check_leaf(iv, "bind")
+        if not isinstance(thread_iv, E.IterVar) or not thread_iv.thread_tag:
+            raise ScheduleError(f"bind on stage {self.name}, axis {iv.var.name}: expected a "
+                                f"te.thread_axis, got {thread_iv!r}")
+        if iv in self.annotations:
+            raise ScheduleError(f"bind on stage {self.name}: axis {iv.var.name} is already "
+                                f"annotated {self.annotations[iv]}")
+        self.thread_binds[iv] = thread_iv
 
     def parallel(self, iv):
         self._annotate(iv, ANN_PARALLEL)

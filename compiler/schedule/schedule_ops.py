@@ -1,7 +1,8 @@
 """ScheduleOps: build the loop nest of every stage and nest attached stages inside.
 
 Invariants of the output (see docs/CONTRACTS.md section 1):
-- every loop runs from 0 with a constant extent; a root axis's value is
+- every loop runs from 0 with a constant extent (an expression of the shape variables
+  when the shape is symbolic); a root axis's value is
   ``root_min + offset(leaves)`` as computed by bound inference;
 - a tensor's buffer holds the region [root_min, root_min + extent) of every dimension,
   so reads subtract the producer's ``root_min`` (zero for root stages and arguments);
@@ -19,6 +20,7 @@ from ..tir import op as _op
 from ..tir import stmt as S
 from ..tir.functor import Mutator, substitute
 from .bound import resolve_attach_ivar, sub_simplified
+from .relations import as_expr
 from .schedule import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
 
 _KIND = {ANN_PARALLEL: S.ForKind.PARALLEL, ANN_VECTORIZE: S.ForKind.VECTORIZED,
@@ -126,10 +128,15 @@ class OpsBuilder:
         for iv in reversed(leaves):
             if attach:
                 stmt = self.with_attached(st, iv, stmt)
+            ext = as_expr(self.bounds.ext[iv], iv.var.dtype)
+            thread = st.thread_binds.get(iv)
+            if thread is not None:   # TVM's launch: the loop var becomes the thread index
+                stmt = S.AttrStmt(thread, "thread_extent", ext,
+                                  substitute(stmt, {iv.var: thread.var}))
+                continue
             ann = tuple(st.pragmas.get(iv, ()))
             kind = _KIND.get(st.annotations.get(iv), S.ForKind.SERIAL)
-            stmt = S.For(iv.var, _op.const(0, iv.var.dtype),
-                         _op.const(self.bounds.ext[iv], iv.var.dtype), kind, stmt, ann)
+            stmt = S.For(iv.var, _op.const(0, iv.var.dtype), ext, kind, stmt, ann)
         return stmt
 
     def with_attached(self, st, iv, stmt: S.Stmt) -> S.Stmt:

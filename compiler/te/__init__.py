@@ -29,7 +29,18 @@ from ..tir.op import (
                       truncmod,
 )
 from ..tir.op import round_ as round
-from .api import comm_reducer, compute, max, min, placeholder, reduce_axis, sum, var  # noqa: A004
+from .api import (  # noqa: A004
+    comm_reducer,
+    compute,
+    max,
+    min,
+    placeholder,
+    reduce_axis,
+    size_var,
+    sum,
+    thread_axis,
+    var,
+)
 from .extern import ExternOp, extern
 from .scan import ScanOp, scan
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor

@@ -17,21 +17,26 @@ from ..tir.functor import Visitor
 from .tensor import ComputeOp, PlaceholderOp, Tensor
 
 
-def _static_shape(shape, what: str) -> tuple:
+def _shape(shape, what: str) -> tuple:
+    """Extents as PrimExprs: constants become int32 IntImms (as before symbolic shapes),
+    any other integer expression (``te.var("n")``, ``n + 1``) is kept as given."""
     if isinstance(shape, (int, E.PrimExpr)):
         shape = (shape,)
     out = []
     for s in shape:
         s = _integral_float(s, shape, what)
         if isinstance(s, E.IntImm) or (isinstance(s, int) and not isinstance(s, bool)) or \
-                hasattr(s, "__index__"):
+                (hasattr(s, "__index__") and not isinstance(s, E.PrimExpr)):
             v = s.value if isinstance(s, E.IntImm) else int(s)
             if v < 0:
                 raise TEError(f"{what}: shape {tuple(shape)} has negative extent {v}")
             out.append(_op.const(v, "int32"))
+        elif isinstance(s, E.PrimExpr) and dt.is_integral(s.dtype) and dt.lanes(s.dtype) == 1 \
+                and s.dtype != "bool":
+            out.append(s)
         else:
-            raise TEError(f"{what}: shape {tuple(shape)} has non-constant extent {s}; "
-                          "only static shapes are supported")
+            raise TEError(f"{what}: shape {tuple(shape)} has extent {s!r}; expected an int "
+                          "or a scalar integer expression such as te.var('n')")
     return tuple(out)
 
 
@@ -54,11 +59,32 @@ def placeholder(shape, dtype: str = "float32", name: str = "placeholder") -> Ten
         dt.parse(dtype)
     except ValueError as err:
         raise TEError(f"placeholder {name}: {err}") from None
-    return PlaceholderOp(name, _static_shape(shape, f"placeholder {name}"), dtype).output(0)
+    return PlaceholderOp(name, _shape(shape, f"placeholder {name}"), dtype).output(0)
 
 
 def var(name: str = "tindex", dtype: str = "int32") -> E.Var:
     return E.Var(name, dtype)
+
+
+def size_var(name: str = "size", dtype: str = "int32") -> E.Var:
+    """A variable for a non-negative size (TVM's SizeVar); here a plain Var."""
+    return E.Var(name, dtype)
+
+
+def thread_axis(dom=None, tag: str = "", name: str = "") -> E.IterVar:
+    """A GPU thread axis (``blockIdx.x``...) for ``Stage.bind``; ``dom`` may be the tag.
+
+    Lowering shows the bound loop as a ``thread_extent`` attribute, as TVM does; only a
+    GPU target could run it, so building it for a CPU target is an error.
+    """
+    if isinstance(dom, str):
+        tag, dom = dom, None
+    if not tag:
+        raise TEError("thread_axis: needs a tag such as 'threadIdx.x' or 'blockIdx.x'")
+    if dom is not None and not isinstance(dom, E.Range):
+        lo, hi = (_op.convert(d) for d in dom)
+        dom = E.Range(lo, _op.sub(hi, lo))
+    return E.IterVar(dom, E.Var(name or tag), E.IterVar.ThreadIndex, tag)
 
 
 def reduce_axis(dom, name: str = "rv") -> E.IterVar:
@@ -90,7 +116,7 @@ def _axis_names(fcompute, ndim: int, name: str) -> list:
 
 def compute(shape, fcompute, name: str = "compute", tag: str = "", attrs=None):
     """Define a tensor elementwise by ``fcompute(*indices)``; returns a Tensor or a list."""
-    shape = _static_shape(shape, f"compute {name}")
+    shape = _shape(shape, f"compute {name}")
     names = _axis_names(fcompute, len(shape), name)
     axis = [E.IterVar(E.Range(_op.const(0), s), E.Var(n), E.IterVar.DataPar)
             for n, s in zip(names, shape)]

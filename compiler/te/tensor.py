@@ -1,8 +1,9 @@
 """TE operations and tensors.
 
 Invariants: an Operation is immutable and compared by identity; a Tensor is the pair
-(op, value_index) and compares by that pair, so ``C.op.output(0) == C``.  Shapes are
-static: every extent is an ``IntImm``.  ``ComputeOp.body`` holds one expression per
+(op, value_index) and compares by that pair, so ``C.op.output(0) == C``.  Every extent is
+an int32 ``IntImm`` when static, or an integer expression of shape variables
+(``te.var``) when symbolic.  ``ComputeOp.body`` holds one expression per
 output; for reductions each is a top-level ``Reduce`` sharing one combiner and axis list.
 
 ``A + B``, ``A + 1``, ``2.0 * A``, ``A / B``, ``-A`` on tensors build new tensors through

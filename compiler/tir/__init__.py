@@ -59,6 +59,7 @@ from .op import (
                    if_then_else,
                    indexdiv,
                    indexmod,
+                   likely,
                    log,
                    max_value,
                    min_value,

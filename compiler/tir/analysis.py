@@ -20,7 +20,7 @@ from .stmt import Buffer, PrimFunc
 
 __all__ = ["structural_key",
            "structural_equal", "structural_hash", "expr_key", "uses_var", "free_vars",
-           "count_nodes", "undefined_buffers"]
+           "count_nodes", "undefined_buffers", "shape_vars"]
 
 
 class _KeyBuilder(Visitor):
@@ -235,6 +235,19 @@ def free_vars(node) -> list:
     v = _FreeVars()
     v.visit(node)
     return list(v.out)
+
+
+def shape_vars(func: PrimFunc) -> list:
+    """The Vars in the shapes of ``func``'s parameter buffers (its symbolic sizes, which
+    the generated function receives after the buffer pointers), in order of first
+    occurrence: parameter by parameter, dimension by dimension."""
+    out: dict = {}
+    for b in func.params:
+        if isinstance(b, Buffer):
+            for d in b.shape:
+                for v in free_vars(d):
+                    out.setdefault(v, None)
+    return list(out)
 
 
 class _Counter(Visitor):

@@ -381,6 +381,14 @@ def if_then_else(cond, t, f) -> PrimExpr:
     return Call(t.dtype, "if_then_else", (cond, t, f))
 
 
+def likely(cond) -> PrimExpr:
+    """``cond``, marked as almost always true (a loop-tail guard); constants fold."""
+    cond = _as_bool(cond)
+    if _ival(cond) is not None:
+        return cond
+    return Call(cond.dtype, "likely", (cond,))
+
+
 def all_(*conds) -> PrimExpr:
     out = const(True)
     for c in conds:
