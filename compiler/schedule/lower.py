@@ -74,9 +74,8 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
         for k in range(st.op.num_outputs):
             t = st.op.output(k)
             if t in bindings:
-                if st.attach_type == "scope":
-                    raise LoweringError(f"lower: stage {st.name} is a function argument and cannot "
-                                        "be computed inside another stage (compute_at)")
+                # An argument keeps its whole buffer (offsets 0); an attached stage
+                # writes its bound region of it at the attach point, as in TVM.
                 continue
             buf = S.decl_buffer(ext, t.dtype, _buffer_name(t), st.scope,
                                 strides=_strides(st, ext))
