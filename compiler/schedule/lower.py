@@ -16,7 +16,7 @@ from ..tir import stmt as S
 from ..transform import PassContext
 from .bound import infer_bound
 from .inline import inject_inline
-from .schedule import Schedule
+from .schedule import Schedule, create_schedule
 from .schedule_ops import OpsBuilder, TensorBinding
 
 
@@ -122,4 +122,21 @@ def lower(sch: Schedule, args, name: str = "main", simple_mode: bool = False,
     return run_pipeline(func, passes)
 
 
-__all__ = ["lower", "schedule_to_primfunc"]
+def create_prim_func(args, name: str = "main") -> S.PrimFunc:
+    """TVM's ``te.create_prim_func([A, B, C])``: the PrimFunc taking ``args`` (inputs and
+    outputs, in call order) that computes every compute tensor among them with the
+    default schedule; intermediate tensors become internal buffers."""
+    if not isinstance(args, (list, tuple)) or not args:
+        raise LoweringError(f"create_prim_func: args {args!r} must be a non-empty list of "
+                            "tensors")
+    for t in args:
+        if not isinstance(t, Tensor):
+            raise LoweringError(f"create_prim_func: {t!r} is not a te Tensor")
+    outs = [t.op for t in args if not isinstance(t.op, PlaceholderOp)]
+    if not outs:
+        raise LoweringError("create_prim_func: args hold only placeholders; include the "
+                            "computed tensors (outputs)")
+    return lower(create_schedule(outs), list(args), name=name)
+
+
+__all__ = ["lower", "schedule_to_primfunc", "create_prim_func"]
