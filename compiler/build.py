@@ -63,7 +63,7 @@ def _single_primfunc(inputs, what: str) -> PrimFunc:
                     f"got {type(inputs).__name__}")
 
 
-def build_object(func: PrimFunc, target="llvm", opt_level=None, cache=DEFAULT_CACHE):
+def build_object(func: PrimFunc | IRModule, target="llvm", opt_level=None, cache=DEFAULT_CACHE):
     """Compile one lowered PrimFunc (or a one-function IRModule): ``(object bytes,
     (FuncMeta,), IR text)``."""
     func = _single_primfunc(func, "build_object")

@@ -1,4 +1,5 @@
-"""Contributed runtimes (TVM's ``tvm.contrib``): the graph executor."""
-from . import graph_executor
+"""Contributed runtimes and tools (TVM's ``tvm.contrib``): the graph executor, ``cc``
+(create_shared) and ``utils`` (tempdir)."""
+from . import cc, graph_executor, utils
 
-__all__ = ["graph_executor"]
+__all__ = ["cc", "graph_executor", "utils"]

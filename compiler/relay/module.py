@@ -21,11 +21,10 @@ __all__ = ["IRModule"]
 class IRModule(_tir_module.IRModule):
     @classmethod
     def from_expr(cls, expr, functions=None) -> IRModule:
-        if isinstance(expr, PrimFunc):
-            return super().from_expr(expr, functions)
-        if not isinstance(expr, Expr):
-            raise RelayError(f"IRModule.from_expr: {expr!r} is not a relay expression")
-        fn = expr if isinstance(expr, Function) else Function(free_vars(expr), expr)
+        if not isinstance(expr, (Expr, PrimFunc)):
+            raise RelayError(f"IRModule.from_expr: {expr!r} is not a relay expression or a "
+                             "tir.PrimFunc")
+        fn = expr if isinstance(expr, (Function, PrimFunc)) else Function(free_vars(expr), expr)
         mod = cls(functions)
         mod["main"] = fn
         return mod
