@@ -3,7 +3,8 @@
 Role: ``compile_ir`` parses, verifies, optimizes (new pass builder) and emits a
 position-independent object, so it can run in a worker process and the bytes can be
 shipped back; ``load_module`` links such an object into the process-wide LLJIT engine and
-wraps it in a ``Module``.
+wraps it in a ``Module``; ``ModuleArtifacts`` recompiles a module's IR with its
+signatures embedded (libmeta) when ``Module.save``/``export_library`` write files.
 
 Invariants:
 - LLVM is only touched under ``_LOCK``: llvmlite's objects are not thread-safe, and one
@@ -254,14 +255,16 @@ class ModuleArtifacts:
     the signature metadata appended (libmeta), compiled like the module itself."""
 
     def __init__(self, ir_text: str, metas, target: Target, opt_level):
-        self.ir_text = ir_with_meta(ir_text, metas)
+        # Only references: the IR with metadata is assembled when a file is written.
+        self.ir_text, self.metas = ir_text, metas
         self.target, self.opt_level = target, opt_level
 
     def save_bytes(self, kind: str) -> bytes:
         """``kind``: "obj" (object code), "ll" (optimized IR), "asm", or "bc" (bitcode)."""
+        ir_text = ir_with_meta(self.ir_text, self.metas)
         if kind == "obj":
-            return compile_ir(self.ir_text, self.target, self.opt_level)
-        out = compile_ir_full(self.ir_text, self.target, self.opt_level)
+            return compile_ir(ir_text, self.target, self.opt_level)
+        out = compile_ir_full(ir_text, self.target, self.opt_level)
         if kind == "ll":
             return out.optimized_ir.encode()
         if kind == "asm":
