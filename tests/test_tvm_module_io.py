@@ -94,6 +94,23 @@ def test_parallel_exp_kernel_survives_object_and_library_round_trips():
         _check_pexp(loaded)
 
 
+def test_library_linked_from_two_objects_has_both_functions(tmp_path):
+    paths = []
+    for name, fn in (("dbl", lambda x: x * 2.0), ("inc", lambda x: x + 1.0)):
+        A = te.placeholder((8,), name="A")
+        B = te.compute((8,), lambda i, A=A, fn=fn: fn(A[i]), name="B")
+        paths.append(str(tmp_path / f"{name}.o"))
+        tvm.build(te.create_schedule(B.op), [A, B], name=name).save(paths[-1])
+    cc.create_shared(str(tmp_path / "both.so"), paths)
+    both = tvm.runtime.load_module(str(tmp_path / "both.so"))
+    assert both.entry_name == "dbl"                  # the first object linked
+    a, b = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    both["inc"](a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    both(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+
+
 # ------------------------------------------------------------------ export_library
 def test_export_library_loads_in_this_and_a_fresh_process(tmp_path):
     fadd = _vector_add(n=256, name="vadd")

@@ -123,7 +123,8 @@ def ir_with_meta(ir_text: str, metas) -> str:
 
 def read_embedded_meta(data: bytes, source: str) -> tuple:
     """The FuncMeta tuple of every metadata global in ELF ``data`` (an object or shared
-    library), entry functions in symbol order; BuildError if there is none."""
+    library), in address order (a library's first linked object gives its entry);
+    BuildError if there is none."""
     found = read_symbol_data(data, META_PREFIX)
     if found is None:
         raise BuildError(f"{source}: not an ELF64 object or shared library")

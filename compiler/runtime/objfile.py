@@ -50,7 +50,8 @@ def elf_type(obj: bytes) -> str | None:
 
 def read_symbol_data(obj: bytes, prefix: str) -> dict | None:
     """{name: bytes} of the defined global data symbols whose name starts with ``prefix``
-    (their initial contents in the file), or None when ``obj`` is not ELF64 LE.
+    (their initial contents in the file, in address order), or None when ``obj`` is not
+    ELF64 LE.
 
     Works for objects (symbol values are offsets into their section) and shared
     libraries (virtual addresses, mapped back through the section's ``sh_addr``).
@@ -59,8 +60,9 @@ def read_symbol_data(obj: bytes, prefix: str) -> dict | None:
     if parsed is None:
         return None
     out = {}
-    for e in parsed.symbols:
-        if not e.name.startswith(prefix) or e.shndx in (_SHN_UNDEF,) or \
+    # Address order: in a library linked from several objects, that is the link order.
+    for e in sorted(parsed.symbols, key=lambda e: (e.shndx, e.value)):
+        if e.name in out or not e.name.startswith(prefix) or e.shndx in (_SHN_UNDEF,) or \
                 e.shndx >= len(parsed.sections):
             continue
         sh = parsed.sections[e.shndx]
