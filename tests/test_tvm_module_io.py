@@ -95,12 +95,14 @@ def test_parallel_exp_kernel_survives_object_and_library_round_trips():
 
 
 def test_library_linked_from_two_objects_has_both_functions(tmp_path):
-    paths = []
-    for name, fn in (("dbl", lambda x: x * 2.0), ("inc", lambda x: x + 1.0)):
+    def save(name, fn):
         A = te.placeholder((8,), name="A")
-        B = te.compute((8,), lambda i, A=A, fn=fn: fn(A[i]), name="B")
-        paths.append(str(tmp_path / f"{name}.o"))
-        tvm.build(te.create_schedule(B.op), [A, B], name=name).save(paths[-1])
+        B = te.compute((8,), lambda i: fn(A[i]), name="B")
+        path = str(tmp_path / f"{name}.o")
+        tvm.build(te.create_schedule(B.op), [A, B], name=name).save(path)
+        return path
+
+    paths = [save("dbl", lambda x: x * 2.0), save("inc", lambda x: x + 1.0)]
     cc.create_shared(str(tmp_path / "both.so"), paths)
     both = tvm.runtime.load_module(str(tmp_path / "both.so"))
     assert both.entry_name == "dbl"                  # the first object linked
