@@ -19,6 +19,7 @@ from .runtime.module import Module
 from .schedule.lower import lower as _lower_schedule
 from .schedule.schedule import Schedule
 from .target import Target, parse_target
+from .tir.module import IRModule
 from .tir.stmt import PrimFunc
 
 
@@ -30,23 +31,42 @@ def _target(target) -> Target:
     raise TypeError(f"target {target!r}: expected a Target or a string such as 'llvm'")
 
 
-def lower(inputs, args=None, name: str = "default_function", simple_mode: bool = False):
-    """The optimized PrimFunc of a Schedule (TVM's ``tvm.lower``); a PrimFunc passes through."""
-    if isinstance(inputs, PrimFunc):
+def lower(inputs, args=None, name: str = "main", simple_mode: bool = False) -> IRModule:
+    """TVM's ``tvm.lower``: an IRModule whose function ``name`` is the optimized PrimFunc
+    of a Schedule (``mod[name]``); a PrimFunc is wrapped, an IRModule passes through."""
+    if isinstance(inputs, IRModule):
         return inputs
+    if isinstance(inputs, PrimFunc):
+        return IRModule({inputs.name: inputs})
     if not isinstance(inputs, Schedule):
-        raise TypeError(f"lower: inputs {inputs!r}: expected a te Schedule or a tir.PrimFunc")
+        raise TypeError(f"lower: inputs {inputs!r}: expected a te Schedule, a tir.PrimFunc "
+                        "or an IRModule")
     if args is None:
         raise TypeError("lower(schedule, args): args, the tensors in call order, are required")
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"lower: name {name!r} must be an identifier (it becomes a symbol)")
-    return _lower_schedule(inputs, list(args), name=name, simple_mode=simple_mode)
+    func = _lower_schedule(inputs, list(args), name=name, simple_mode=simple_mode)
+    return IRModule({name: func})
 
 
-def build_object(func: PrimFunc, target="llvm", opt_level=None, cache=DEFAULT_CACHE):
-    """Compile one lowered PrimFunc: ``(object bytes, (FuncMeta,), IR text)``."""
-    if not isinstance(func, PrimFunc):
-        raise TypeError(f"build_object: expected a tir.PrimFunc, got {type(func).__name__}")
+def _single_primfunc(inputs, what: str) -> PrimFunc:
+    """The one PrimFunc of ``inputs`` (a PrimFunc or an IRModule holding exactly one)."""
+    if isinstance(inputs, PrimFunc):
+        return inputs
+    if isinstance(inputs, IRModule):
+        funcs = inputs.prim_funcs()
+        if len(funcs) != 1 or len(inputs) != 1:
+            raise BuildError(f"{what}: the IRModule holds {list(inputs.functions)}; one "
+                             "PrimFunc per module is supported (build them one by one)")
+        return next(iter(funcs.values()))
+    raise TypeError(f"{what}: expected a te Schedule or a tir.PrimFunc or an IRModule, "
+                    f"got {type(inputs).__name__}")
+
+
+def build_object(func: PrimFunc | IRModule, target="llvm", opt_level=None, cache=DEFAULT_CACHE):
+    """Compile one lowered PrimFunc (or a one-function IRModule): ``(object bytes,
+    (FuncMeta,), IR text)``."""
+    func = _single_primfunc(func, "build_object")
     tgt = _target(target)
     ir_text = codegen_llvm(func, tgt)
     if not isinstance(ir_text, str):
@@ -59,11 +79,15 @@ def build_object(func: PrimFunc, target="llvm", opt_level=None, cache=DEFAULT_CA
 
 def build(inputs, args=None, target=None, name: str = "default_function",
           opt_level=None) -> Module:
-    """Build a Schedule (with ``args``) or a lowered PrimFunc into a callable Module.
+    """Build a Schedule (with ``args``), a lowered PrimFunc or an IRModule of one
+    PrimFunc (``tvm.lower``'s result) into a callable Module.  ``name`` names the
+    function of a Schedule; a PrimFunc keeps its own name.
 
     ``target=None`` is the Target of the enclosing ``with Target(...)`` block, else "llvm".
     """
     tgt = _target(target)
-    func = lower(inputs, args, name=name)
+    if isinstance(inputs, Schedule):
+        inputs = lower(inputs, args, name=name)
+    func = _single_primfunc(inputs, "build")
     obj, meta, ir_text = build_object(func, tgt, opt_level)
     return load_module(obj, meta, ir_text=ir_text, target=tgt, opt_level=opt_level)

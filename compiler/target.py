@@ -7,6 +7,7 @@ other than the host's is written out as ``-mtriple=`` so it survives the round t
 
 TVM's spellings work too: ``Target("llvm -mcpu=X")`` is ``parse_target("llvm -mcpu=X")``
 (the field form ``Target(kind, mcpu, mattr, num_cores, triple[, opt_level])`` stays),
+``Target(target="llvm", host="llvm")`` with ``target.host`` (not part of equality or str),
 ``target.kind.name`` is ``"llvm"`` (``kind`` is a str with a ``name``), and
 ``with Target(...):`` makes it ``Target.current()`` for the block (per thread, nested).
 """
@@ -68,14 +69,23 @@ class Target:
     triple: str
     opt_level: int = 3
 
-    def __init__(self, kind, mcpu=None, mattr=(), num_cores=None, triple=None,
-                 opt_level=3, host=None):
+    def __init__(self, kind=None, mcpu=None, mattr=(), num_cores=None, triple=None,
+                 opt_level=3, host=None, *, target=None):
+        if target is not None:    # TVM's keyword form Target(target="llvm", host="llvm")
+            if kind is not None:
+                raise TypeError(f"Target(kind={kind!r}, target={target!r}): give the target "
+                                "once, positionally or as target=")
+            kind = target
+        if kind is None:
+            raise TypeError("Target(target, host=None): the target is required, e.g. "
+                            "Target(\"llvm\")")
+        # Not a dataclass field: equality, hashing and str() (record and cache keys) ignore
+        # the host, which on a CPU-only compiler is always a CPU target.
+        object.__setattr__(self, "_host", None if host is None else parse_target(host))
         if mcpu is None:      # TVM's Target("llvm -mcpu=..."), or a copy of a Target
             if mattr != () or num_cores is not None or triple is not None or opt_level != 3:
                 raise TypeError("Target(text): give the options inside the string, e.g. "
                                 "Target(\"llvm -mcpu=znver4 -num-cores=4\")")
-            if host is not None:
-                parse_target(host)          # only the CPU exists: the host is the target
             t = parse_target(kind)
             values = tuple(getattr(t, f) for f in _FIELDS)
         else:
@@ -85,6 +95,11 @@ class Target:
             values = (TargetKind(kind), mcpu, tuple(mattr), num_cores, triple, opt_level)
         for name, value in zip(_FIELDS, values):
             object.__setattr__(self, name, value)
+
+    @property
+    def host(self) -> Target | None:
+        """The host Target given as ``host=`` (TVM's ``target.host``), else None."""
+        return getattr(self, "_host", None)
 
     @staticmethod
     def from_string(text: str) -> Target:

@@ -174,7 +174,7 @@ def compile_times(make, reps=7) -> dict:
     for _ in range(reps):
         s, args = make()
         t0 = time.perf_counter()
-        func = lower(s, args, name="mm")
+        func = lower(s, args, name="mm")["mm"]
         t1 = time.perf_counter()
         ir = codegen_llvm(func, target)
         t2 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""Contributed runtimes (TVM's ``tvm.contrib``): the graph executor, cblas (extern matmul)."""
-from . import cblas, graph_executor
+"""Contributed runtimes and tools (TVM's ``tvm.contrib``): the graph executor, cblas
+(extern matmul), ``cc`` (create_shared) and ``utils`` (tempdir)."""
+from . import cblas, cc, graph_executor, utils
 
-__all__ = ["cblas", "graph_executor"]
+__all__ = ["cblas", "cc", "graph_executor", "utils"]

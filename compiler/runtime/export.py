@@ -1,5 +1,7 @@
 """Exported libraries: object code and metadata in one tar file, loaded without compiling.
 
+``load_module(path)`` of an ELF file (a kernel ``.so`` or ``.o`` written by
+``Module.save``/``export_library``) goes to ``sharedlib.load_kernel_file``.
 ``save_library(path, kind, manifest, files)`` writes ``manifest.json`` (``{"format": ...,
 "kind": kind, ...}``) and the named files (object code, JSON, ``.npz`` arrays) into a tar,
 atomically (a temporary file renamed into place).  ``load_module(path)`` reads it back
@@ -18,6 +20,7 @@ import tempfile
 
 from ..errors import BuildError
 from . import jit
+from .sharedlib import is_elf_file, load_kernel_file
 
 __all__ = ["save_library", "read_library", "register_loader", "load_module", "FORMAT"]
 
@@ -59,6 +62,8 @@ def read_library(path) -> tuple:
     """``(manifest, {name: bytes})`` of an exported library (BuildError if not one)."""
     path = os.fspath(path)
     try:
+        if not tarfile.is_tarfile(path):
+            raise tarfile.ReadError("it is not a tar archive")
         with tarfile.open(path, mode="r") as tar:
             files = {}
             for m in tar.getmembers():
@@ -69,7 +74,8 @@ def read_library(path) -> tuple:
                     raise BuildError(f"load_module: {path}: member {m.name!r} is unreadable")
                 files[m.name] = member.read()
     except (tarfile.TarError, OSError) as e:
-        raise BuildError(f"load_module: {path} is not an exported library: {e}") from None
+        raise BuildError(f"load_module: {path} is not an exported library (tar), nor a "
+                         f"shared library or object file (ELF): {str(e).splitlines()[0]}") from None
     try:
         manifest = json.loads(files.pop("manifest.json"))
     except (KeyError, ValueError) as e:
@@ -93,6 +99,11 @@ def load_module(obj_or_path, funcs_meta=None, **kwargs):
     if not isinstance(obj_or_path, (str, os.PathLike)):
         raise TypeError(f"load_module: expected a path or object bytes, got "
                         f"{type(obj_or_path).__name__}")
+    if not os.path.isfile(obj_or_path):
+        raise BuildError(f"load_module: {os.fspath(obj_or_path)!r} does not exist or is not "
+                         "a file")
+    if is_elf_file(obj_or_path):       # a .so/.o from Module.save/export_library
+        return load_kernel_file(obj_or_path)
     manifest, files = read_library(obj_or_path)
     loader = _LOADERS.get(manifest.get("kind"))
     if loader is None:

@@ -3,7 +3,8 @@
 Role: ``compile_ir`` parses, verifies, optimizes (new pass builder) and emits a
 position-independent object, so it can run in a worker process and the bytes can be
 shipped back; ``load_module`` links such an object into the process-wide LLJIT engine and
-wraps it in a ``Module``.
+wraps it in a ``Module``; ``ModuleArtifacts`` recompiles a module's IR with its
+signatures embedded (libmeta) when ``Module.save``/``export_library`` write files.
 
 Invariants:
 - LLVM is only touched under ``_LOCK``: llvmlite's objects are not thread-safe, and one
@@ -39,6 +40,7 @@ import llvmlite.binding as llvm
 from ..errors import BuildError
 from ..target import Target, _init_llvm, host_cpu, parse_target
 from .cache import DEFAULT_CACHE, ObjectCache, resolve_cache
+from .libmeta import ir_with_meta
 from .meta import normalize_funcs_meta, resolve_alignment
 from .module import Function, Module
 from .objfile import read_symbols
@@ -243,13 +245,45 @@ def load_module(obj: bytes, funcs_meta, ir_text: str | None = None, target=None,
                       else None, tracker, gomp,
                       (tracker[f"{m.name}__status"], tracker[f"{m.name}__errors"])
                       if status[m.name] else None) for m in metas]
-    source = None
+    source = artifacts = None
     if ir_text is not None:
         src_target = target or parse_target("llvm")
 
         def source():
             return compile_ir_full(ir_text, src_target, opt_level)
-    return Module(funcs, obj, source, tracker)
+        artifacts = ModuleArtifacts(ir_text, metas, src_target, opt_level)
+    return Module(funcs, obj, source, tracker, artifacts)
+
+
+class ModuleArtifacts:
+    """The files a Module built from IR can be saved as (``Module.save``): its IR with
+    the signature metadata appended (libmeta), compiled like the module itself."""
+
+    def __init__(self, ir_text: str, metas, target: Target, opt_level):
+        # Only references: the IR with metadata is assembled when a file is written.
+        self.ir_text, self.metas = ir_text, metas
+        self.target, self.opt_level = target, opt_level
+
+    def save_bytes(self, kind: str) -> bytes:
+        """``kind``: "obj" (object code), "ll" (optimized IR), "asm", or "bc" (bitcode)."""
+        ir_text = ir_with_meta(self.ir_text, self.metas)
+        if kind == "obj":
+            return compile_ir(ir_text, self.target, self.opt_level)
+        out = compile_ir_full(ir_text, self.target, self.opt_level)
+        if kind == "ll":
+            return out.optimized_ir.encode()
+        if kind == "asm":
+            return out.assembly.encode()
+        if kind != "bc":
+            raise ValueError(f"ModuleArtifacts.save_bytes: unknown kind {kind!r}")
+        with _LOCK:
+            ctx = llvm.create_context()
+            mod = llvm.parse_assembly(out.optimized_ir, context=ctx)
+            try:
+                return bytes(mod.as_bitcode())
+            finally:
+                mod.close()
+                ctx.close()
 
 
 def _check_symbols(syms, names) -> None:

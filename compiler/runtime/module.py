@@ -2,7 +2,8 @@
 
 Role: ``Function`` wraps one exported symbol (and its ``<name>__repeat`` timing wrapper)
 and turns numpy arrays into raw pointers; ``Module`` groups the functions of one loaded
-object, owns the JIT resources and offers ``time_evaluator`` and ``get_source``.
+object (or shared library), owns the JIT resources (or the library handle) and offers
+``time_evaluator``, ``get_source`` and TVM's ``save``/``export_library``.
 
 Invariants (what makes a bad call an exception instead of a crash or silent corruption):
 - Every argument is checked before the call: count (TypeError), ndarray (TypeError),
@@ -25,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,7 @@ from ..errors import BuildError
 from .meta import DEFAULT_ALIGN, FuncMeta
 from .symbolic import bind_shapes
 from .timer import Evaluator
+from .toolchain import create_shared
 
 _SOURCE_FORMATS = ("ll", "asm")
 # "used": this process has run an OpenMP kernel; "forked_after_use": we are a fork of one.
@@ -302,15 +305,28 @@ class Function:
 class Module:
     """The functions of one loaded object; ``mod(*arrays)`` calls the entry (first) one."""
 
-    def __init__(self, functions, obj: bytes, source_fn, keepalive):
+    def __init__(self, functions, obj: bytes | None, source_fn, keepalive, artifacts=None):
         if not functions:
             raise BuildError("Module: no functions to export")
         self._functions = {f.name: f for f in functions}
         self.entry_name = functions[0].name
-        self._obj = obj
+        self._obj = obj                   # None: loaded from a shared library
         self._source_fn = source_fn       # () -> CompileOutput, or None without IR
         self._sources: Any = None
         self._keepalive = keepalive
+        # Saveable forms (jit.ModuleArtifacts: object/IR/bitcode with the signatures
+        # embedded), or None when the module was not loaded with its IR.
+        self._artifacts = artifacts
+
+    @property
+    def type_key(self) -> str:
+        """TVM's module kind: "llvm" when built here, "library" when loaded from a file."""
+        return "llvm" if self._obj is not None else "library"
+
+    @property
+    def imported_modules(self) -> list:
+        """TVM's device modules; a CPU-only module imports none."""
+        return []
 
     @property
     def function_names(self) -> tuple:
@@ -361,7 +377,8 @@ class Module:
         return ev
 
     def get_source(self, fmt: str = "ll") -> str:
-        """Optimized LLVM IR (``"ll"``) or assembly (``"asm"``) of this module."""
+        """Optimized LLVM IR (``"ll"``, also TVM's default ``""``) or assembly (``"asm"``)."""
+        fmt = fmt or "ll"
         if fmt not in _SOURCE_FORMATS:
             raise ValueError(f"get_source: unknown format {fmt!r}; expected one of "
                              f"{_SOURCE_FORMATS}")
@@ -374,7 +391,64 @@ class Module:
 
     def export_object(self) -> bytes:
         """The relocatable object code (load it again with ``load_module``)."""
+        if self._obj is None:
+            raise BuildError(f"export_object: module {self.entry_name!r} was loaded from a "
+                             "shared library and has no relocatable object code")
         return self._obj
+
+    def save(self, file_name, fmt: str = "") -> None:
+        """TVM's ``mod.save(path)``: ``.o`` object code, ``.ll`` optimized LLVM IR, ``.bc``
+        bitcode or ``.s`` assembly (``fmt`` overrides the extension).  Each embeds the
+        kernel signatures, so ``load_module`` of the ``.o`` (or of a ``.so`` linked from
+        it with ``create_shared``) checks its arguments like this module."""
+        path = os.fspath(file_name)
+        fmt = fmt or os.path.splitext(path)[1].lstrip(".")
+        if fmt not in _SAVE_FORMATS:
+            raise ValueError(f"save({path!r}): unknown format {fmt!r}; expected one of "
+                             f"{sorted(_SAVE_FORMATS)} (by extension or fmt=)")
+        if self._artifacts is None:
+            raise BuildError(f"save({path!r}): module {self.entry_name!r} was loaded without "
+                             "its LLVM IR (from a library, or object bytes without ir_text=)"
+                             "; save the module returned by build instead")
+        data = self._artifacts.save_bytes(_SAVE_FORMATS[fmt])
+        _write_atomic(path, data)
+
+    def export_library(self, file_name, fcompile=None, options=None, cc=None,
+                       workspace_dir=None) -> None:
+        """TVM's ``mod.export_library(path)``: a shared library linked by the system C
+        compiler (``fcompile(output, objects, options=...)`` if given, else
+        ``create_shared``), loadable with ``tvm.runtime.load_module(path)``."""
+        path = os.fspath(file_name)
+        if path.endswith(".tar"):
+            raise BuildError(f"export_library({path!r}): tar archives of kernels are not "
+                             "supported; export a shared library (.so)")
+        with tempfile.TemporaryDirectory(prefix="tas-export-", dir=workspace_dir) as d:
+            obj = os.path.join(d, "lib0.o")
+            self.save(obj)
+            if fcompile is not None:
+                fcompile(path, [obj], options=options)
+            else:
+                create_shared(path, [obj], options=options, cc=cc)
+
+
+# extension -> artifact kind (ModuleArtifacts.save_bytes)
+_SAVE_FORMATS = {"o": "obj", "obj": "obj", "ll": "ll", "bc": "bc", "s": "asm", "asm": "asm"}
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise BuildError(f"save: directory {d!r} of {path!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=".save-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)          # mkstemp's 0600 would surprise whoever reads it next
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def enter_parallel_runtime(name: str) -> None:

@@ -174,10 +174,11 @@ def cache_write(sch, tensor, scope: str):
     cache_stage.scope = scope
     sch.stage_map[cache_op] = cache_stage
     _insert_before(sch, cache_stage, st)
-    out_axis, _, _ = _fresh_axes(op)
-    idx = tuple(iv.var for iv in out_axis)
+    # The copy keeps the original op's axes (TVM's CacheWriteWithReLayout): the user's
+    # ``C.op.axis`` stays the handle for scheduling the rewritten stage ``s[C]``.
+    idx = tuple(iv.var for iv in op.axis)
     copy_body = tuple(E.ProducerLoad(cache_op.output(i), idx) for i in range(op.num_outputs))
-    copy_op = ComputeOp(op.name, op.tag, op.attrs, out_axis, (), copy_body)
+    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis, (), copy_body)
     st.set_op(copy_op)
     sch.stage_map[copy_op] = st
     tmap = {op.output(i): copy_op.output(i) for i in range(op.num_outputs)}

@@ -20,7 +20,7 @@ from .bound import infer_bound
 from .inline import inject_inline
 from .opaque import plan_opaque
 from .relations import as_expr
-from .schedule import Schedule
+from .schedule import Schedule, create_schedule
 from .schedule_ops import OpsBuilder, TensorBinding
 
 
@@ -100,9 +100,8 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
         for k in range(st.op.num_outputs):
             t = st.op.output(k)
             if t in bindings:
-                if st.attach_type == "scope" and t not in opaque.shared:
-                    raise LoweringError(f"lower: stage {st.name} is a function argument and cannot "
-                                        "be computed inside another stage (compute_at)")
+                # An argument keeps its whole buffer (offsets 0); an attached stage
+                # writes its bound region of it at the attach point, as in TVM.
                 continue
             buf = S.decl_buffer(ext, t.dtype, _buffer_name(t), st.scope,
                                 strides=_strides(st, ext))
@@ -151,4 +150,21 @@ def lower(sch: Schedule, args, name: str = "main", simple_mode: bool = False,
     return run_pipeline(func, passes)
 
 
-__all__ = ["lower", "schedule_to_primfunc"]
+def create_prim_func(args, name: str = "main") -> S.PrimFunc:
+    """TVM's ``te.create_prim_func([A, B, C])``: the PrimFunc taking ``args`` (inputs and
+    outputs, in call order) that computes every compute tensor among them with the
+    default schedule; intermediate tensors become internal buffers."""
+    if not isinstance(args, (list, tuple)) or not args:
+        raise LoweringError(f"create_prim_func: args {args!r} must be a non-empty list of "
+                            "tensors")
+    for t in args:
+        if not isinstance(t, Tensor):
+            raise LoweringError(f"create_prim_func: {t!r} is not a te Tensor")
+    outs = [t.op for t in args if not isinstance(t.op, PlaceholderOp)]
+    if not outs:
+        raise LoweringError("create_prim_func: args hold only placeholders; include the "
+                            "computed tensors (outputs)")
+    return lower(create_schedule(outs), list(args), name=name)
+
+
+__all__ = ["lower", "schedule_to_primfunc", "create_prim_func"]

@@ -1,4 +1,5 @@
 """Tensor expressions: placeholder/compute definitions and reducers (TVM's ``te``)."""
+from ..schedule.lower import create_prim_func
 from ..schedule.schedule import Schedule, Stage, create_schedule  # noqa: E402
 from ..tir.expr import IterVar, Range, Reduce, Var
 from ..tir.op import abs_ as abs  # noqa: A004
