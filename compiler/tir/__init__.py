@@ -62,6 +62,7 @@ from .op import (
                    max_value,
                    min_value,
                    power,
+                   reinterpret,
                    rsqrt,
                    sigmoid,
                    sqrt,
