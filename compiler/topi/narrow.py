@@ -244,13 +244,20 @@ def decode(o, c, f: Format):
 def check_conversion(what: str, src: str, dst: str, round_mode: str = "up") -> None:
     """Raise TEError unless ``src -> dst`` is a conversion ``narrow_cast`` makes."""
     for arg, d in (("source", src), ("target", dst)):
-        if d not in FORMATS and (dt.lanes(d) != 1 or dt.element_of(d) == "handle"):
+        if d not in FORMATS and not _scalar_dtype(d):
             raise TEError(f"{what}: {arg} {d!r} is neither a scalar dtype nor a narrow "
                           f"format (one of {sorted(FORMATS)})")
     if src not in FORMATS and dst not in FORMATS:
         raise TEError(f"{what}: neither {src!r} nor {dst!r} is a narrow format; use cast")
     if round_mode not in ROUND_MODES:
         raise TEError(f"{what}: round_mode {round_mode!r}; expected one of {ROUND_MODES}")
+
+
+def _scalar_dtype(d: str) -> bool:
+    try:
+        return dt.lanes(d) == 1 and dt.element_of(d) != "handle"
+    except ValueError:
+        return False
 
 
 def convert(o, x, src: str, dst: str, saturate: bool = True, round_mode: str = "up"):
