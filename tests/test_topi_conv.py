@@ -8,6 +8,7 @@ import pytest
 from topi_helpers import expect_error, rand, verify
 
 from compiler import lower, te, topi
+from compiler.relay.op import attrs, nn_ref
 
 
 def conv_ref(x, w, stride, pads, dil, groups=1):
@@ -147,6 +148,35 @@ def test_conv2d_transpose_nchw(shape, oc, k, st, pad, opad):
     verify([X, K], out, [x, kk], ref, schedule=topi.x86.schedule_conv2d_transpose_nchw,
            rtol=1e-4, atol=1e-4)
     expect_error(lambda: topi.nn.conv2d_transpose_nchw(X, K, 1, k, None, (0, 0)), "padding")
+
+
+def conv3d_transpose_ref(x, w, st, pads, opad):
+    """Every input voxel scatters its weighted kernel; then the padding is cut off."""
+    n, c, *size = x.shape
+    oc, ks = w.shape[1], w.shape[2:]
+    full = np.zeros((n, oc, *((s - 1) * t + k + o for s, t, k, o in zip(size, st, ks, opad))))
+    for z, y, xx in np.ndindex(*size):
+        contrib = np.einsum("nc,cokji->nokji", x[:, :, z, y, xx], w)
+        full[:, :, z * st[0]:z * st[0] + ks[0], y * st[1]:y * st[1] + ks[1],
+             xx * st[2]:xx * st[2] + ks[2]] += contrib
+    d, h, wd = full.shape[2:]
+    return full[:, :, pads[0]:d - pads[3], pads[1]:h - pads[4], pads[2]:wd - pads[5]]
+
+
+@pytest.mark.parametrize("shape,oc,k,st,pad,opad", [
+    ((1, 1, 3, 4, 5), 2, (3, 3, 3), (1, 1, 1), (0,) * 6, (0, 0, 0)),
+    ((2, 3, 3, 2, 4), 2, (2, 3, 2), (2, 1, 3), (1, 0, 1, 0, 2, 1), (1, 0, 2))], ids=str)
+def test_conv3d_transpose_ncdhw(shape, oc, k, st, pad, opad):
+    X = te.placeholder(shape, name="X")
+    K = te.placeholder((shape[1], oc, *k), name="K")
+    x, kk = rand(shape), rand((shape[1], oc, *k))
+    out = topi.nn.conv3d_transpose_ncdhw(X, K, st, pad, "float32", opad)
+    ref = conv3d_transpose_ref(x.astype("float64"), kk, st, pad, opad)
+    verify([X, K], out, [x, kk], ref, rtol=1e-4, atol=1e-4)
+    a = attrs.Conv3DTransposeAttrs(strides=st, padding=pad, output_padding=opad)
+    np.testing.assert_allclose(nn_ref.conv3d_transpose(x, kk, a), ref, rtol=1e-5, atol=1e-5)
+    expect_error(lambda: topi.nn.conv3d_transpose_ncdhw(X, K, 1, k[0], None), "padding")
+    expect_error(lambda: topi.nn.conv3d_transpose_ncdhw(X, K, 2, 0, None, 2), "output_padding")
 
 
 def pool_ref(x, k, s, d, pads, kind, ceil_mode, cip):

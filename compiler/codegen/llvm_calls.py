@@ -7,7 +7,8 @@ Role: a mixin of ``FunctionEmitter``.  Invariants:
   kernels: vectorized ``llvm.exp`` would become scalar libm calls); a vector width the
   library rejects is computed lane by lane with its scalar kernel; float16 is computed
   in float32;
-- pow calls libm ``pow``/``powf``, one call per lane for vectors;
+- pow calls libm ``pow``/``powf``, one call per lane for vectors; ``reinterpret`` is a
+  bitcast;
 - packed calls and C extern calls are emitted by ``llvm_packed``;
 - ``if_then_else`` evaluates only the taken branch: a scalar condition branches and
   joins with a phi; a vector condition tests all-true / all-false on the mask bits and
@@ -94,6 +95,9 @@ class CallMixin(EmitterBase):
             self.report("IndexError", f"kernel {self.root!r}: index out of bounds of buffer "
                                       f"{name!r} (size {size})")
             return "0"
+        if op == "reinterpret":         # same width and lanes (checked by tir.reinterpret)
+            src = self.dtype_of(args[0])
+            return self.op(f"bitcast {ltype(src)} {self.expr(args[0])} to {ltype(d)}")
         if not dt.is_float(d):
             raise CodegenError(f"codegen: intrinsic {op!r} with dtype {d}; expected a "
                                "float dtype")

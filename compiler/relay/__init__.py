@@ -24,6 +24,7 @@ from .expr import (
 )
 from .module import IRModule
 from .op.common import TupleWrapper
+from .op.narrow import narrow_cast
 from .op.tensor import (
                    abs,
                    add,

@@ -97,7 +97,8 @@ def _build(fused: IRModule, tgt: Target, use_providers: bool) -> GraphExecutorFa
                     tuple((e[2], e[3], plan.offsets[plan.storage_of[k]])
                           for k, e in enumerate(plan.entries)),
                     tuple(plan.inputs.items()), tuple(plan.param_entries.items()),
-                    tuple(plan.outputs), tuple((k, tuple(a)) for k, a in plan.calls))
+                    tuple(plan.outputs), tuple((k, tuple(a)) for k, a in plan.calls),
+                    _narrow_entries(fused["main"], plan))
     stats = {"kernels": len(plan.kernels), "groups": len(plan.calls),
              "tuned_groups": cache.tuned, "fallback_groups": cache.fallback,
              "opt_level": PassContext.current().opt_level}
@@ -105,6 +106,15 @@ def _build(fused: IRModule, tgt: Target, use_providers: bool) -> GraphExecutorFa
     factory.lowered_funcs = {k.name: k.func for k in plan.kernels}
     factory.kernel_keys = {k.name: (k.key, k.tuned) for k in plan.kernels}
     return factory
+
+
+def _narrow_entries(main: Function, plan) -> tuple:
+    """(entry, format) of the graph inputs and outputs ``main``'s "narrow_inputs" /
+    "narrow_outputs" attributes name (set by importers of bfloat16/float8/int4 data)."""
+    out = [(plan.inputs[name], fmt) for name, fmt in main.attrs.get("narrow_inputs", ())
+           if name in plan.inputs]
+    out += [(plan.outputs[k], fmt) for k, fmt in main.attrs.get("narrow_outputs", ())]
+    return tuple(out)
 
 
 def _evaluate_constants(fn: Function) -> list:

@@ -64,6 +64,7 @@ from .op import (
                    max_value,
                    min_value,
                    power,
+                   reinterpret,
                    rsqrt,
                    sigmoid,
                    sqrt,

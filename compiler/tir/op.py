@@ -46,7 +46,7 @@ from .expr import (
 INTRINSICS = {
     "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "erf": 1,
     "pow": 2, "fabs": 1, "floor": 1, "ceil": 1, "round": 1, "trunc": 1,
-    "if_then_else": 3, "likely": 1, "fma": 3,
+    "if_then_else": 3, "likely": 1, "fma": 3, "reinterpret": 1,
 }
 
 
@@ -330,6 +330,20 @@ def call(name: str, dtype: str, *args) -> PrimExpr:
     if len(args) != INTRINSICS[name]:
         raise TEError(f"intrinsic {name!r} takes {INTRINSICS[name]} arguments, got {len(args)}")
     return Call(dtype, name, tuple(convert(a) for a in args))
+
+
+def reinterpret(dtype: str, value) -> PrimExpr:
+    """The bits of ``value`` read as ``dtype`` (TVM's ``tir.reinterpret``): same bit width
+    and lanes, e.g. float32 <-> int32 (how narrow float formats are encoded)."""
+    value = convert(value)
+    dt.parse(dtype)
+    if value.dtype == dtype:
+        return value
+    if dt.bits(dtype) != dt.bits(value.dtype) or dt.lanes(dtype) != dt.lanes(value.dtype) \
+            or "bool" in (dt.element_of(dtype), dt.element_of(value.dtype)):
+        raise TEError(f"reinterpret: cannot read {value} of dtype {value.dtype} as {dtype}; "
+                      "expected a non-bool dtype of the same bit width and lanes")
+    return Call(dtype, "reinterpret", (value,))
 
 
 def _float_math(name):

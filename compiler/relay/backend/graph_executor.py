@@ -8,7 +8,9 @@ status word is checked (a failed allocation inside a kernel raises here).
 
 ``GraphModule(lib["default"](dev))``: ``set_input`` (by name or index; numpy or NDArray;
 shape and dtype checked), ``run``, ``get_output``, ``get_input``, ``get_num_outputs``,
-``get_num_inputs``, ``benchmark``.
+``get_num_inputs``, ``benchmark``.  Inputs and outputs of a narrow format (bfloat16,
+float8, int4, ...; ``Layout.formats``) live in the pool as their storage dtype and are
+exchanged as numpy's (ml_dtypes') arrays of the format, bits unchanged.
 """
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import CompilerError
 from ...runtime.jit import link_objects
 from ...runtime.module import empty_aligned, enter_parallel_runtime, kernel_error
 from ...runtime.ndarray import NDArray, array, cpu
+from ...topi.narrow import from_storage, to_storage
 from ..errors import RelayInputError
 
 __all__ = ["GraphLib", "Layout", "GraphModule", "BenchmarkResult", "create", "profile"]
@@ -38,12 +42,14 @@ class Layout:
     params: tuple             # (name, entry)
     outputs: tuple            # entries
     calls: tuple = ()         # (kernel name, entries of its arguments), in run order
+    formats: tuple = ()       # (entry, narrow format) of inputs/outputs held as storage
 
     def to_json(self) -> dict:
         return {"pool_bytes": self.pool_bytes,
                 "entries": [[list(s), d, o] for s, d, o in self.entries],
                 "inputs": [list(x) for x in self.inputs], "params": [list(x) for x in self.params],
-                "outputs": list(self.outputs), "calls": [[k, list(a)] for k, a in self.calls]}
+                "outputs": list(self.outputs), "calls": [[k, list(a)] for k, a in self.calls],
+                "formats": [list(x) for x in self.formats]}
 
     @staticmethod
     def from_json(d: dict) -> Layout:
@@ -52,7 +58,8 @@ class Layout:
                       tuple((n, int(e)) for n, e in d["inputs"]),
                       tuple((n, int(e)) for n, e in d["params"]),
                       tuple(int(e) for e in d["outputs"]),
-                      tuple((k, tuple(int(e) for e in a)) for k, a in d.get("calls", ())))
+                      tuple((k, tuple(int(e) for e in a)) for k, a in d.get("calls", ())),
+                      tuple((int(e), f) for e, f in d.get("formats", ())))
 
 
 class GraphLib:
@@ -135,6 +142,7 @@ class GraphModule:
         self._input_index = {name: e for name, e in layout.inputs}
         self._param_index = {name: e for name, e in layout.params}
         self._unset = set(self._input_index)          # inputs never given: run refuses
+        self._formats = dict(layout.formats)
         for name, e in layout.params:
             self._views[e][...] = params[name]
 
@@ -162,6 +170,8 @@ class GraphModule:
         if key is not None:
             name, e = self._input_entry(key)
             a = value.numpy() if isinstance(value, NDArray) else np.asarray(value)
+            if e in self._formats:        # an ml_dtypes array (or its storage) as storage
+                a = self._storage(name, a, self._formats[e])
             view = self._views[e]
             if a.shape != view.shape or a.dtype != view.dtype:
                 raise RelayInputError(f"set_input {name!r}: got shape {a.shape} dtype {a.dtype}, "
@@ -171,9 +181,23 @@ class GraphModule:
         for k, v in params.items():
             self.set_input(k, v)
 
+    @staticmethod
+    def _storage(name: str, a: np.ndarray, fmt: str) -> np.ndarray:
+        try:
+            return to_storage(a, fmt)
+        except CompilerError as exc:
+            raise RelayInputError(f"set_input {name!r}: {exc}") from None
+
+    def _entry_array(self, e: int) -> NDArray:
+        """Entry ``e`` copied out, as numpy's narrow dtype if it holds a narrow format."""
+        out = array(self._views[e], self.device)
+        if e in self._formats:
+            out = NDArray(from_storage(out.numpy(), self._formats[e]), self.device)
+        return out
+
     def get_input(self, key) -> NDArray:
         _, e = self._input_entry(key)
-        return array(self._views[e])
+        return self._entry_array(e)
 
     def get_num_inputs(self) -> int:
         return len(self.layout.inputs)
@@ -197,12 +221,11 @@ class GraphModule:
         if not 0 <= index < len(self.layout.outputs):
             raise RelayInputError(f"get_output: index {index} out of range; the model has "
                                   f"{len(self.layout.outputs)} outputs")
-        view = self._views[self.layout.outputs[index]]
-        if isinstance(out, NDArray):
-            return out.copyfrom(view)
-        if out is not None:
+        e = self.layout.outputs[index]
+        if out is not None and not isinstance(out, NDArray):
             raise RelayInputError(f"get_output: out must be an NDArray, got {type(out).__name__}")
-        return array(view, self.device)
+        result = self._entry_array(e)
+        return out.copyfrom(result) if out is not None else result
 
     def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
                   min_repeat_ms: float | None = None, end_to_end: bool = False,

@@ -4,13 +4,16 @@
 ``values``: name -> numpy array for the values known at import time), the opset, and
 the node being converted, so every error names it.  Converters read attributes through
 ``attributes(node)`` (bytes become str, tensors numpy arrays) and shape-like inputs
-through ``static(ins, k, what)``.  The compiler imports the optional ``onnx``
-package only through ``import_onnx()``, when a model is imported or built.
+through ``static(ins, k, what)``; tensors of a narrow element type (bfloat16, float8,
+int4, ...) are read as their storage, ``formats`` naming the format of such values.
+The compiler imports the optional ``onnx`` package only through ``import_onnx()``,
+when a model is imported or built.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...topi import narrow as N
 from ..errors import RelayError
 from ..expr import Constant
 
@@ -38,6 +41,7 @@ class OnnxContext:
         self.opset = opset
         self.exprs: dict = {}
         self.values: dict = {}
+        self.formats: dict = {}      # name -> narrow format of the value (onnx_narrow)
         self.param_vars: list = []
         self.param_values: dict = {}
         self.node = None
@@ -68,6 +72,8 @@ class OnnxContext:
         except Exception as e:
             raise ONNXImportError(f"{what}: cannot read tensor of element type "
                                   f"{tensor.data_type} ({e})") from None
+        if str(arr.dtype) in N.FORMATS:        # bfloat16, float8, int4 ...: the storage
+            return np.ascontiguousarray(N.to_storage(arr, str(arr.dtype)))
         if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8 or \
                 str(arr.dtype) not in _OUR_DTYPES:
             raise ONNXImportError(f"{what}: element type {arr.dtype} is not supported by "

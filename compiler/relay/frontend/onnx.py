@@ -11,7 +11,10 @@ evaluated at once with the operators' numpy references and become Constants; sha
 inputs (a Reshape's shape, Slice's starts, Pad's pads, Resize's sizes, ...) must be such
 values, since shapes are static.  With ``freeze_params=False`` initializers that stay
 data inputs of the graph become parameters (``params``); with True (TVM's default) they
-are constants of the module and ``params`` is empty.
+are constants of the module and ``params`` is empty.  Narrow element types (bfloat16,
+float8, int4, ...) travel as their storage dtype (``onnx_narrow``); ``main`` lists the
+narrow graph inputs and outputs in its "narrow_inputs"/"narrow_outputs" attributes,
+which the graph executor uses to take and give numpy (ml_dtypes) arrays of them.
 
 Invariants: nothing in the model is executed except its graph (no custom ops, no
 functions, no external data); every failure is an ONNXImportError naming the node (or
@@ -25,21 +28,24 @@ import os
 
 import numpy as np
 
+from ...topi.narrow import storage_of
 from ..analysis import free_vars
 from ..evaluate import evaluate
 from ..expr import Constant, Function, Tuple, Var
 from ..module import IRModule
 from ..transform.infer_type import type_new
 from ..ty import TensorType
+from . import onnx_narrow
 from .common import OnnxContext, ONNXImportError, import_onnx
-from .onnx_ops import CONVERTERS, NO_FOLD
+from .onnx_ops import CONVERTERS as _OPS
+from .onnx_ops import NO_FOLD, ONNX_DTYPE_NAMES
 
 __all__ = ["from_onnx", "ONNXImportError", "ONNX_DTYPES"]
 
-# TensorProto element types this compiler has (bfloat16, float8, int4 ... it has not).
-ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
-               7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32",
-               13: "uint64"}
+# TensorProto element types of ordinary dtypes; narrow ones (bfloat16, float8, int4, ...)
+# are onnx_narrow.ONNX_FORMATS, held in a storage dtype
+ONNX_DTYPES = ONNX_DTYPE_NAMES
+CONVERTERS = {**_OPS, **onnx_narrow.NARROW_CONVERTERS}
 
 
 def _load(onnx, model):
@@ -87,7 +93,21 @@ def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=True
     used = [v for v in ctx.param_vars if v in free]
     params = {v.name_hint: ctx.param_values[v.name_hint] for v in used}
     fn = Function(inputs + used, body)
-    return IRModule.from_expr(fn), params
+    return IRModule.from_expr(_with_formats(ctx, fn, graph)), params
+
+
+def _with_formats(ctx, fn: Function, graph) -> Function:
+    """``fn`` with the graph executor's "narrow_inputs" / "narrow_outputs" attributes:
+    (input name, format) and (output index, format) of the narrow-typed edges."""
+    ins = tuple((i.name, ctx.formats[i.name]) for i in graph.input
+                if i.name in ctx.formats and i.name not in ctx.values)
+    outs = tuple((k, ctx.formats[o.name]) for k, o in enumerate(graph.output)
+                 if o.name in ctx.formats)
+    if ins:
+        fn = fn.with_attr("narrow_inputs", ins)
+    if outs:
+        fn = fn.with_attr("narrow_outputs", outs)
+    return fn
 
 
 def _check_supported(graph) -> None:
@@ -109,6 +129,8 @@ def _add_initializers(ctx, onnx, graph, freeze: bool) -> None:
                                   "file; load the model with its external data first")
         value = ctx.to_array(t, f"initializer {t.name!r}")
         ctx.values[t.name] = value
+        if t.data_type in onnx_narrow.ONNX_FORMATS:
+            ctx.formats[t.name] = onnx_narrow.ONNX_FORMATS[t.data_type]
         if freeze:
             ctx.exprs[t.name] = Constant(value)
         else:
@@ -131,6 +153,9 @@ def _add_inputs(ctx, graph, shapes: dict, default_dtype: str) -> list:
         tt = inp.type.tensor_type
         elem = tt.elem_type
         dtype = ONNX_DTYPES.get(elem, None) if elem else default_dtype
+        if elem in onnx_narrow.ONNX_FORMATS:
+            ctx.formats[inp.name] = onnx_narrow.ONNX_FORMATS[elem]
+            dtype = storage_of(ctx.formats[inp.name])
         if dtype is None:
             raise ONNXImportError(f"graph input {inp.name!r} has element type "
                                   f"{ctx.onnx.TensorProto.DataType.Name(elem)}, which this "
@@ -176,13 +201,15 @@ def _convert(ctx, node) -> None:
         ins = [None if not n else Constant(ctx.values[n]) for n in node.input]
     ctx.node = node
     try:
-        out = CONVERTERS[node.op_type](ctx, ins, attrs)
+        out, formats = onnx_narrow.run(ctx, node, ins, attrs, CONVERTERS[node.op_type])
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         for k, name in enumerate(node.output):
             if not name:
                 continue
             if k >= len(outs) or outs[k] is None:
                 raise ctx.error(f"output {k} ({name!r}) is not supported")
+            if k < len(formats) and formats[k]:
+                ctx.formats[name] = formats[k]
             expr = _typed_output(outs[k], static)
             if isinstance(expr, Constant):
                 ctx.values[name] = expr.data

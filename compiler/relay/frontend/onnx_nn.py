@@ -1,12 +1,13 @@
 """ONNX converters: convolution, pooling, matrix products, normalization, softmax.
 
 1-D convolutions and pools run as 2-D ones over a unit height (expand, convolve,
-squeeze); 3-D pools as two 2-D pools (H x W, then D); 3-D convolutions are refused with
-an error naming the node.  Grouped ConvTranspose runs one conv2d_transpose per group, a
-dilated one with a zero-dilated kernel; MaxPool's Indices come from the window taps
-compared with the max.  ``auto_pad`` SAME_UPPER / SAME_LOWER / VALID become explicit
-pads from the static input shape.  Training-mode BatchNormalization normalizes with the
-batch's statistics; training-mode Dropout is accepted only with ratio 0 (the identity).
+squeeze); 3-D pools as two 2-D pools (H x W, then D); 3-D ConvTranspose is
+``nn.conv3d_transpose``, a 3-D Conv is refused with an error naming the node.  Grouped
+ConvTranspose runs one conv2d/3d_transpose per group, a dilated one with a
+zero-dilated kernel; MaxPool's Indices come from the window taps compared with the max.
+``auto_pad`` SAME_UPPER / SAME_LOWER / VALID become explicit pads from the static input
+shape.  Training-mode BatchNormalization normalizes with the batch's statistics;
+training-mode Dropout is accepted only with ratio 0 (the identity).
 """
 from __future__ import annotations
 
@@ -35,10 +36,10 @@ def _const(value, like):
     return X.const(np.asarray(value, dtype=_dtype(like)))
 
 
-def _spatial(ctx, x, what: str) -> int:
+def _spatial(ctx, x, what: str, most: int = 2) -> int:
     n = len(_shape(x)) - 2
-    if n not in (1, 2):
-        raise ctx.error(f"{n}-D {what} is not supported (1-D and 2-D are)")
+    if not 1 <= n <= most:
+        raise ctx.error(f"{n}-D {what} is not supported (1-D to {most}-D are)")
     return n
 
 
@@ -97,7 +98,7 @@ def _conv(ctx, ins, a):
 
 def _conv_transpose(ctx, ins, a):
     x, w = ins[0], ins[1]
-    n = _spatial(ctx, x, "ConvTranspose")
+    n = _spatial(ctx, x, "ConvTranspose", 3)
     kernel = list(a.get("kernel_shape", _shape(w)[2:]))
     strides = list(a.get("strides", [1] * n))
     dil = list(a.get("dilations", [1] * n))
@@ -116,9 +117,7 @@ def _conv_transpose(ctx, ins, a):
     grow = [max(0, -p) for p in pads]
     groups = int(a.get("group", 1))
     xs, ws = _groups(x, groups), _groups(w, groups, axis=0)
-    ys = [nn_ops.conv2d_transpose(_as_2d(xg, n), _as_2d(wg, n), strides=_pair(strides, n, 1),
-                                  padding=_quad([max(0, p) for p in pads], n),
-                                  output_padding=_pair(opad, n, 0))
+    ys = [_conv_t_call(xg, wg, n, strides, [max(0, p) for p in pads], opad)
           for xg, wg in zip(xs, ws)]
     y = _from_2d(ys[0] if groups == 1 else tops.concatenate(ys, axis=1), n)
     if any(grow):
@@ -126,6 +125,15 @@ def _conv_transpose(ctx, ins, a):
     if len(ins) > 2 and ins[2] is not None:
         y = nn_ops.bias_add(y, ins[2], axis=1)
     return y
+
+
+def _conv_t_call(x, w, n: int, strides, pads, opad):
+    """One ungrouped, undilated transposed convolution (1-D ones as 2-D)."""
+    if n == 3:
+        return nn_ops.conv3d_transpose(x, w, strides=tuple(strides), padding=tuple(pads),
+                                       output_padding=tuple(opad))
+    return nn_ops.conv2d_transpose(_as_2d(x, n), _as_2d(w, n), strides=_pair(strides, n, 1),
+                                   padding=_quad(pads, n), output_padding=_pair(opad, n, 0))
 
 
 def _groups(x, groups: int, axis: int = 1) -> list:

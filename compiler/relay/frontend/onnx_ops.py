@@ -3,7 +3,8 @@
 Each converter is ``fn(ctx, ins, attrs) -> relay expression | list`` where ``ins`` are
 the node's inputs as typed relay expressions (None for an omitted optional input) and
 ``attrs`` its attributes.  ``CONVERTERS`` maps op types to converters (this module's and
-``onnx_nn``'s); ``NO_FOLD`` lists op types never evaluated at import time.
+``onnx_nn``'s; Cast and CastLike are ``onnx_narrow``'s, merged in by ``onnx``);
+``NO_FOLD`` lists op types never evaluated at import time.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..op import tensor as ops
 from ..op import transform as tops
 from .onnx_nn import NN_CONVERTERS
 
-__all__ = ["CONVERTERS", "NO_FOLD", "shape_of", "dtype_of"]
+__all__ = ["CONVERTERS", "NO_FOLD", "ONNX_DTYPE_NAMES", "shape_of", "dtype_of"]
 
 NO_FOLD: set = set()
 
@@ -124,17 +125,10 @@ def _variadic(fn):
     return conv
 
 
-def _cast(ctx, ins, a):
-    to = a.get("to")
-    dtype = _ONNX_DTYPE_NAMES.get(to)
-    if dtype is None:
-        raise ctx.error(f"Cast to element type {to} is not supported by this compiler")
-    return ops.cast(ins[0], dtype)
-
-
-_ONNX_DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
-                     7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32",
-                     13: "uint64"}
+# TensorProto element types of the ordinary dtypes (the narrow ones: onnx_narrow)
+ONNX_DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32",
+                    7: "int64", 9: "bool", 10: "float16", 11: "float64", 12: "uint32",
+                    13: "uint64"}
 
 
 def _not(ctx, ins, a):
@@ -324,7 +318,7 @@ CONVERTERS = {
     "Floor": _unary(ops.floor), "Ceil": _unary(ops.ceil),
     "LeakyRelu": _leaky_relu, "Clip": _clip, "HardSigmoid": _hard_sigmoid,
     "HardSwish": _hard_swish, "Gelu": _gelu,
-    "Min": _variadic(ops.minimum), "Max": _variadic(ops.maximum), "Cast": _cast,
+    "Min": _variadic(ops.minimum), "Max": _variadic(ops.maximum),
     "ReduceMean": _reduce(ops.mean), "ReduceSum": _reduce(ops.sum, 13),
     "ReduceMax": _reduce(ops.max), "ReduceMin": _reduce(ops.min), "ArgMax": _argmax,
     "Identity": _identity, "Flatten": _flatten, "Reshape": _reshape, "Transpose": _transpose,

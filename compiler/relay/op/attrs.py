@@ -10,7 +10,8 @@ from dataclasses import dataclass, fields
 
 from ..expr import Attrs
 
-__all__ = ["Attrs", "attrs_items", "Conv2DAttrs", "Conv2DTransposeAttrs", "DenseAttrs",
+__all__ = ["Attrs", "attrs_items", "Conv2DAttrs", "Conv2DTransposeAttrs",
+           "Conv3DTransposeAttrs", "DenseAttrs",
            "BatchMatmulAttrs", "BiasAddAttrs", "LeakyReluAttrs", "SoftmaxAttrs",
            "MaxPool2DAttrs", "AvgPool2DAttrs", "GlobalPool2DAttrs", "AdaptivePool2DAttrs",
            "BatchNormAttrs", "LayerNormAttrs", "DropoutAttrs", "PadAttrs", "Resize2DAttrs",
@@ -61,6 +62,21 @@ class Conv2DTransposeAttrs(Attrs):
     kernel_layout: str = "IOHW"
     out_layout: str = ""
     output_padding: tuple = (0, 0)
+    out_dtype: str = ""
+
+
+@dataclass(frozen=True)
+class Conv3DTransposeAttrs(Attrs):
+    strides: tuple = (1, 1, 1)
+    padding: tuple = (0, 0, 0, 0, 0, 0)
+    dilation: tuple = (1, 1, 1)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple | None = None
+    data_layout: str = "NCDHW"
+    kernel_layout: str = "IODHW"
+    out_layout: str = ""
+    output_padding: tuple = (0, 0, 0)
     out_dtype: str = ""
 
 

@@ -89,6 +89,45 @@ def conv2d_transpose(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 
     return call("nn.conv2d_transpose", [data, weight], attrs)
 
 
+def _conv3d_t(ins, a):
+    if a.groups != 1 or a.dilation != (1, 1, 1) or a.data_layout != "NCDHW" or \
+            a.kernel_layout != "IODHW":
+        raise RelayTypeError(f"nn.conv3d_transpose: groups {a.groups}, dilation {a.dilation}, "
+                             f"layouts {a.data_layout}/{a.kernel_layout}; only groups 1, "
+                             "dilation 1, NCDHW/IODHW are supported")
+    return topi.nn.conv3d_transpose_ncdhw(ins[0], ins[1], a.strides, a.padding, _out_dtype(a),
+                                          a.output_padding)
+
+
+# no x86 strategy: the default schedule runs it
+register_op("nn.conv3d_transpose", 2, topi_rel("nn.conv3d_transpose", _conv3d_t),
+            T.OUT_ELEMWISE_FUSABLE, lambda ins, a, ty: _conv3d_t(ins, a),
+            lambda x, w, attrs: nn_ref.conv3d_transpose(x, w, attrs), A.Conv3DTransposeAttrs)
+
+
+def _triple(v, what: str, n: int = 3) -> tuple:
+    t = (int(v),) * n if isinstance(v, int) else tuple(int(x) for x in v)
+    if len(t) == 3 and n == 6:
+        t = t + t
+    if len(t) != n:
+        raise RelayError(f"nn.conv3d_transpose: {what} {v!r}; expected an int or {n} ints")
+    return t
+
+
+def conv3d_transpose(data, weight, strides=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1),
+                     groups=1, channels=None, kernel_size=None, data_layout="NCDHW",
+                     kernel_layout="IODHW", out_layout="", output_padding=(0, 0, 0),
+                     out_dtype=""):
+    """TVM's ``relay.nn.conv3d_transpose``; ``padding`` is 3 symmetric values or
+    (front, top, left, back, bottom, right)."""
+    attrs = A.Conv3DTransposeAttrs(
+        _triple(strides, "strides"), _triple(padding, "padding", 6),
+        _triple(dilation, "dilation"), int(groups), None if channels is None else int(channels),
+        None if kernel_size is None else _triple(kernel_size, "kernel_size"), data_layout,
+        kernel_layout, out_layout, _triple(output_padding, "output_padding"), out_dtype)
+    return call("nn.conv3d_transpose", [data, weight], attrs)
+
+
 # ------------------------------------------------------------------ dense, batch_matmul
 def _dense_rel(arg_types, a):
     data = tensor_arg("nn.dense", "data", arg_types[0])

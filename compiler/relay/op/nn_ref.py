@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-__all__ = ["conv2d", "conv2d_transpose", "pool2d", "adaptive_pool2d", "batch_norm",
-           "layer_norm", "resize2d", "softmax", "log_softmax"]
+__all__ = ["conv2d", "conv2d_transpose", "conv3d_transpose", "pool2d", "adaptive_pool2d",
+           "batch_norm", "layer_norm", "resize2d", "softmax", "log_softmax"]
 
 
 def _to_nchw(x, layout):
@@ -67,6 +67,26 @@ def conv2d_transpose(x, w, attrs):
     oh = full_h - pt - pb + oph
     ow = full_w - pl - pr + opw
     return full[:, :, pt:pt + oh, pl:pl + ow].astype(attrs.out_dtype or x.dtype)
+
+
+def conv3d_transpose(x, w, attrs):
+    """Transposed convolution, NCDHW data and IODHW weight (groups 1, dilation 1): every
+    input voxel scatters its weighted kernel into the (padded) output."""
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    n, _, *size = xd.shape
+    co, ks = wd.shape[1], wd.shape[2:]
+    st, pads, opad = attrs.strides, attrs.padding, attrs.output_padding
+    full = [(s - 1) * t + k + o for s, t, k, o in zip(size, st, ks, opad)]
+    out = np.zeros((n, co, *full))
+    for kz in range(ks[0]):
+        for ky in range(ks[1]):
+            for kx in range(ks[2]):
+                contrib = np.einsum("ncdhw,co->nodhw", xd, wd[:, :, kz, ky, kx])
+                out[:, :, kz:kz + st[0] * (size[0] - 1) + 1:st[0],
+                    ky:ky + st[1] * (size[1] - 1) + 1:st[1],
+                    kx:kx + st[2] * (size[2] - 1) + 1:st[2]] += contrib
+    keep = tuple(slice(p, f - e) for p, e, f in zip(pads[:3], pads[3:], full))
+    return out[(slice(None), slice(None)) + keep].astype(attrs.out_dtype or x.dtype)
 
 
 def pool2d(x, attrs, kind: str):
