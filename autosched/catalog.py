@@ -10,6 +10,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from compiler import te, topi
 
 from .defaults import register_default_schedule_func
@@ -36,6 +38,14 @@ def dense(batch, in_dim, units, dtype="float32"):
     X = te.placeholder((batch, in_dim), name="X", dtype=dtype)
     W = te.placeholder((units, in_dim), name="W", dtype=dtype)
     return [X, W, topi.nn.dense(X, W)]
+
+
+@register_workload("dense_bias_relu", override=True)
+def dense_bias_relu(batch, in_dim, units, dtype="float32"):
+    X = te.placeholder((batch, in_dim), name="X", dtype=dtype)
+    W = te.placeholder((units, in_dim), name="W", dtype=dtype)
+    B = te.placeholder((units,), name="B", dtype=dtype)
+    return [X, W, B, topi.nn.relu(topi.nn.dense(X, W, B))]
 
 
 @register_workload("batch_matmul", override=True)
@@ -77,6 +87,9 @@ BUILTIN = {
                       lambda a, b: a @ b),
     "dense": Builtin((128, 1024, 1024), "Y = X @ W.T (batch, in, units)", "schedule_dense",
                      lambda x, w: x @ w.T),
+    "dense_bias_relu": Builtin((128, 768, 3072), "Y = relu(X @ W.T + B) (BERT FFN)",
+                               "schedule_dense",
+                               lambda x, w, b: np.maximum(x @ w.T + b, 0)),
     "batch_matmul": Builtin((8, 128, 128, 128), "Z = X @ Y^T per batch (B, M, N, K)",
                             "schedule_batch_matmul", lambda x, y: x @ y.transpose(0, 2, 1)),
     "conv2d_nchw": Builtin((1, 64, 56, 56, 64, 3, 3, 1, 1), "ResNet 3x3 conv, NCHW",

@@ -18,6 +18,7 @@ from . import state as S
 from .errors import AutoSchedError
 from .features.access import AccessAnalyzer
 from .layout_rewrite import LayoutRewriteOption, replay_rewritten
+from .loop_state import LoopState
 from .steps.printing import PyNames, unique_names
 from .steps.registry import apply_step, apply_to_schedule, check_state
 
@@ -59,6 +60,16 @@ class ComputeDAG:
                 stages.append(S.StageState(op, tuple(its)))
             self._init_state = S.State(self, stages)
         return self._init_state.copy()
+
+    def get_init_state(self) -> LoopState:
+        """TVM's name: the initial state, with TVM's loop-state methods (split, fuse,
+        compute_at, cache_write, ...; see loop_state.py)."""
+        return LoopState.of(self.init_state())
+
+    def infer_bound_from_state(self, state):
+        """TVM's name.  Our states carry their loop extents at every step (bounds are
+        inferred as steps apply), so this returns a copy of ``state``."""
+        return state.copy()
 
     def replay(self, steps, readonly: bool = False):
         """A te Schedule with ``steps`` applied.

@@ -1,15 +1,19 @@
-"""Tuning benchmark: best GFLOPS vs trials per cost model, ratio to numpy, throughput and
-search overhead, all measured in one run.
+"""Tuning benchmark: the best kernel at each trial budget, re-timed honestly beside the
+default schedule and numpy, over several seeds, all measured in one run.
 
-    python3 scripts/bench_tune.py [--workloads matmul:512 matmul:1024 conv2d]
-                                  [--models random xgb] [--trials 64 200]
+    python3 scripts/bench_tune.py [--workloads matmul:512 conv2d ...] [--seeds 0 1 2]
+                                  [--trials 64 200] [--model xgb|random]
 
-For each (workload, model) it tunes once up to the largest budget and reads the best
-GFLOPS at each smaller budget off the same run (the search is sequential: the best after
-64 trials of a 200-trial run is what a 64-trial run with the same seed finds).  numpy
-matmul is timed in the same run.  Reported per budget: best GFLOPS, ratio to numpy (for
-matmul), xgb/random ratio; per run: measured candidates per second and the share of the
-wall time spent outside build and run (search overhead).  Writes JSON.
+For each (workload, seed) the task is tuned once up to the largest budget; the best
+state within the first B records of its log is the best of a B-trial run (the search is
+sequential).  The logged cost of a state is the best of many noisy measurements, so each
+budget's best state is rebuilt as it was measured (weights pre-transformed when the task
+rewrites layouts, as a relay build does once) and re-timed interleaved with the
+default (topi) schedule and numpy: round-robin, one timing of each per round, median of
+the rounds.  Reported per budget: the median and min-max over seeds of the re-timed
+GFLOPS, the ratios to numpy and to the default schedule (median and min), the logged
+GFLOPS; per run: measured candidates per second and the share of the wall time outside
+build and run (search overhead).  Writes JSON.
 """
 from __future__ import annotations
 
@@ -24,102 +28,181 @@ import time
 import numpy as np
 
 import autosched as auto
-from autosched import catalog  # noqa: F401  (registers the built-in workloads)
+from autosched import catalog
+from autosched.cli import _best_kernel
 from autosched.cost_model import RandomModel, XGBModel
+from autosched.steps import serialize
+from compiler import build, topi
+from records import load_records
 
-SPECS = {"conv2d": ("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1))}
+SPECS = {
+    "conv2d": "conv2d_nchw",
+    "dense_bias_relu": "dense_bias_relu",
+    "depthwise": "depthwise_conv2d",
+    "softmax": "softmax",
+}
+DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "matmul:1024", "conv2d", "dense_bias_relu",
+                     "depthwise", "softmax"]
 
 
 def parse_workload(text: str):
+    """(catalog name, args) of ``matmul:N`` or a name of SPECS."""
     if text in SPECS:
-        return SPECS[text]
+        name = SPECS[text]
+        return name, catalog.BUILTIN[name].default_args
     name, _, size = text.partition(":")
     n = int(size or 512)
     return name, (n, n, n)
-
-
-def numpy_gflops(n: int) -> float:
-    rng = np.random.default_rng(0)
-    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
-    a @ b
-    ts = []
-    for _ in range(10):
-        t = time.perf_counter()
-        a @ b
-        ts.append(time.perf_counter() - t)
-    return 2.0 * n ** 3 / statistics.median(ts) / 1e9
 
 
 def make_model(name: str, seed: int):
     return RandomModel(seed) if name == "random" else XGBModel(seed=seed)
 
 
-def tune_curve(func, args, model: str, budgets, seed: int, per_round: int) -> dict:
+def tune_once(func, args, model: str, trials: int, seed: int, per_round: int) -> dict:
     task = auto.SearchTask(func=func, args=args, target="llvm")
-    log = os.path.join(tempfile.mkdtemp(prefix="bench_tune_"), f"{func}_{model}.json")
-    curve = []
-    opts = auto.TuningOptions(num_measure_trials=max(budgets), num_measures_per_round=per_round,
-                              verbose=0, measure_callbacks=[auto.RecordToFile(log)],
-                              progress_callback=lambda st: curve.append((st.trials,
-                                                                          st.best_cost)))
+    log = os.path.join(tempfile.mkdtemp(prefix="bench_tune_"), f"{func}_{seed}.json")
+    opts = auto.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round,
+                              verbose=0, measure_callbacks=[auto.RecordToFile(log)])
     policy = auto.SketchPolicy(task, make_model(model, seed), seed=seed, verbose=0)
     stats = task.tune(opts, policy)
-    flops = task.compute_dag.flop_ct
-    best_at = {}
+    return {"task": task, "log": log, "trials": stats.trials, "errors": stats.errors,
+            "wall_s": stats.wall_seconds, "candidates_per_s": stats.trials / stats.wall_seconds,
+            "overhead_share": stats.overhead_share}
+
+
+def best_within(task, log: str, budget: int):
+    """(State, logged cost) of the cheapest valid record among the first ``budget``."""
+    recs = list(load_records(log))[:budget]
+    valid = [r for r in recs if r.is_valid]
+    if not valid:
+        return None, float("inf")
+    rec = min(valid, key=lambda r: r.mean_cost)
+    return serialize.state_from_record(task, rec), rec.mean_cost
+
+
+def interleaved(callables: dict, rounds: int = 7) -> dict:
+    """Median seconds of each callable, timed round-robin so drift hits all alike."""
+    for f in callables.values():
+        f()                                   # warm up (first-call costs, caches)
+    times: dict = {k: [] for k in callables}
+    for _ in range(rounds):
+        for k, f in callables.items():
+            times[k].append(f())
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _timer(mod, arrays):
+    ev = mod.time_evaluator(number=3, repeat=1, min_repeat_ms=30)
+    return lambda: ev(*arrays).median
+
+
+def _numpy_timer(ref, ins):
+    def run():
+        t = time.perf_counter()
+        for _ in range(3):
+            ref(*ins)
+        return (time.perf_counter() - t) / 3
+    return run
+
+
+def retime(name: str, task, states: dict) -> dict:
+    """Seconds of each budget's best state, the default schedule and numpy (interleaved)."""
+    tensors = task.compute_dag.tensors
+    rng = np.random.default_rng(0)
+    arrays = [rng.random([int(d.value) for d in t.shape]).astype(t.dtype) for t in tensors]
+    entry = catalog.BUILTIN[name]
+    sch = getattr(topi.x86, entry.schedule)(tensors[-1])
+    default = build(sch, tensors, name="default")
+    default(*arrays)
+    expected = arrays[-1].copy()
+    timers = {"default": _timer(default, arrays)}
+    for b, state in states.items():
+        mod, ins = _best_kernel(task, state, arrays)
+        mod(*ins)
+        np.testing.assert_allclose(ins[-1], expected, rtol=1e-3, atol=1e-3)
+        timers[f"best@{b}"] = _timer(mod, ins)
+    if entry.numpy_ref is not None:
+        timers["numpy"] = _numpy_timer(entry.numpy_ref, arrays[:-1])
+    return interleaved(timers)
+
+
+def run_workload(spec: str, ns) -> dict:
+    name, args = parse_workload(spec)
+    flops = None
+    per_seed = []
+    for seed in ns.seeds:
+        r = tune_once(name, args, ns.model, max(ns.trials), seed, ns.per_round)
+        task = r.pop("task")
+        flops = task.compute_dag.flop_ct
+        states, logged = {}, {}
+        for b in ns.trials:
+            st, cost = best_within(task, r["log"], b)
+            logged[b] = flops / cost / 1e9 if cost < float("inf") else 0.0
+            if st is not None:
+                states[b] = st
+        secs = retime(name, task, states)
+        r["logged_gflops"] = logged
+        r["seconds"] = secs
+        per_seed.append(r)
+        print(f"  {spec} seed {seed}: " + ", ".join(f"{k} {flops / v / 1e9:.1f}"
+                                                      for k, v in secs.items()) + " GFLOPS",
+              flush=True)
+    return {"args": list(args), "flops": flops, "runs": per_seed}
+
+
+def summarize(res: dict, budgets) -> list:
+    """Rows: (budget, median GFLOPS, min, max, vs numpy med, vs default med, vs default
+    min, logged med, cand/s med, overhead med)."""
+    rows = []
+    flops, runs = res["flops"], res["runs"]
     for b in budgets:
-        costs = [c for t, c in curve if t <= b]
-        best_at[b] = flops / min(costs) / 1e9 if costs and min(costs) < float("inf") else 0.0
-    return {"best_gflops": best_at, "curve": [(t, flops / c / 1e9 if c < float("inf") else 0)
-                                              for t, c in curve],
-            "trials": stats.trials, "errors": stats.errors,
-            "cut_off": stats.cut_off, "wall_s": stats.wall_seconds,
-            "build_s": stats.build_seconds, "run_s": stats.run_seconds,
-            "search_s": stats.search_seconds,
-            "candidates_per_s": stats.trials / stats.wall_seconds,
-            "overhead_share": stats.overhead_share, "log": log}
+        key = f"best@{b}"
+        ok = [r for r in runs if key in r["seconds"]]
+        if not ok:
+            continue
+        g = [flops / r["seconds"][key] / 1e9 for r in ok]
+        vs_def = [r["seconds"]["default"] / r["seconds"][key] for r in ok]
+        vs_np = [r["seconds"]["numpy"] / r["seconds"][key] for r in ok if "numpy" in r["seconds"]]
+        rows.append((b, statistics.median(g), min(g), max(g),
+                     statistics.median(vs_np) if vs_np else None,
+                     statistics.median(vs_def), min(vs_def),
+                     statistics.median(r["logged_gflops"][b] for r in ok),
+                     statistics.median(r["candidates_per_s"] for r in runs),
+                     statistics.median(r["overhead_share"] for r in runs)))
+    return rows
 
 
-def print_table(out, budgets) -> None:
-    print(f"{'workload':24s} {'model':6s} {'trials':>6s} {'GFLOPS':>8s} {'vs numpy':>8s} "
-          f"{'xgb/rnd':>7s} {'cand/s':>7s} {'overhead':>8s}")
-    for wl, per_model in out.items():
-        np_g = per_model.get("numpy_gflops")
-        for model, res in per_model.items():
-            if model == "numpy_gflops":
-                continue
-            for b in budgets:
-                g = res["best_gflops"][b]
-                vs_np = f"{g / np_g:8.2f}" if np_g else f"{'-':>8s}"
-                rnd = per_model.get("random")
-                ratio = f"{g / rnd['best_gflops'][b]:7.2f}" if model == "xgb" and rnd and \
-                    rnd["best_gflops"][b] else f"{'-':>7s}"
-                print(f"{wl:24s} {model:6s} {b:6d} {g:8.1f} {vs_np} {ratio} "
-                      f"{res['candidates_per_s']:7.2f} {res['overhead_share']:8.1%}")
-        if np_g:
-            print(f"{wl:24s} numpy  {'':6s} {np_g:8.1f}")
+def print_table(out: dict, budgets) -> None:
+    print(f"{'workload':16s} {'trials':>6s} {'GFLOPS med':>10s} {'min-max':>13s} "
+          f"{'vs numpy':>8s} {'vs default':>10s} {'(min)':>6s} {'logged':>7s} "
+          f"{'cand/s':>6s} {'overhead':>8s}")
+    for spec, res in out.items():
+        for b, med, lo, hi, vnp, vdef, vdef_min, logged, cps, ovh in summarize(res, budgets):
+            vnp_s = f"{vnp:8.2f}" if vnp is not None else f"{'-':>8s}"
+            print(f"{spec:16s} {b:6d} {med:10.1f} {f'{lo:.1f}-{hi:.1f}':>13s} {vnp_s} "
+                  f"{vdef:10.2f} {vdef_min:6.2f} {logged:7.1f} {cps:6.2f} {ovh:8.1%}")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--workloads", nargs="+", default=["matmul:512", "matmul:1024"])
-    p.add_argument("--models", nargs="+", default=["random"], choices=("random", "xgb"))
+    p.add_argument("--workloads", nargs="+", default=DEFAULT_WORKLOADS)
+    p.add_argument("--model", default="xgb", choices=("random", "xgb"))
     p.add_argument("--trials", type=int, nargs="+", default=[64, 200])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--per-round", type=int, default=16)
     p.add_argument("--json", default="results/bench_tune.json")
     ns = p.parse_args(argv)
+    ns.trials = sorted(set(ns.trials))
     out = {}
     for spec in ns.workloads:
-        func, args = parse_workload(spec)
-        per_model = out.setdefault(spec, {})
-        for model in ns.models:
-            per_model[model] = tune_curve(func, args, model, ns.trials, ns.seed, ns.per_round)
-        if func == "matmul":
-            per_model["numpy_gflops"] = numpy_gflops(args[0])
+        out[spec] = run_workload(spec, ns)
     print_table(out, ns.trials)
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
-        json.dump(out, f, indent=2, default=str)
+        json.dump({"model": ns.model, "seeds": ns.seeds, "trials": ns.trials,
+                   "summary": {s: summarize(r, ns.trials) for s, r in out.items()},
+                   "workloads": out}, f, indent=2, default=str)
     print(f"wrote {ns.json}")
     return 0
 
