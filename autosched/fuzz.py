@@ -30,6 +30,7 @@ from compiler.errors import CompilerError
 
 from . import state as S
 from .errors import InvalidStepError
+from .layout_rewrite import LayoutRewriteOption
 from .search.init_rules import sample_state
 from .search.mutation_rules import mutate
 from .search.sketch_rules import generate_sketches
@@ -379,12 +380,20 @@ def check_case(seed: int, k: int) -> Outcome:
     fam = FAMILIES[family]
     recs = tuple(tuple(s.to_record()) for s in state.transform_steps)
     task = task_of(family)
+    # every third case each: as written, with the weight transform inside, and for
+    # weights transformed beforehand (layout rewrite, where the family has a weight)
+    option = LayoutRewriteOption(k % 3)
+    dag = task.compute_dag
     try:
-        sch, tensors = task.compute_dag.apply_steps_from_state(state)
+        sch, tensors = dag.apply_steps_from_state(state, option)
         mod = build(sch, tensors, name="fuzz")
-        ins = _inputs(tensors[:-1], np.random.default_rng(k))
+        ins = _inputs(dag.tensors[:-1], np.random.default_rng(k))
+        args = list(ins)
+        if option == LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED:
+            for tr in dag.layout_transforms(state):
+                args[tr.arg_index] = tr.apply(args[tr.arg_index])
         out = np.zeros([int(d.value) for d in tensors[-1].shape], tensors[-1].dtype)
-        mod(*ins, out)
+        mod(*args, out)
     except (CompilerError, ValueError, TypeError, MemoryError, IndexError) as err:
         return Outcome(k, family, source, "refused", f"{type(err).__name__}: {err}"[:500], recs)
     ref = fam.reference(*ins)
