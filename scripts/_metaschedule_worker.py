@@ -3,7 +3,9 @@
     <tvm venv>/bin/python scripts/_metaschedule_worker.py --workload conv2d --trials 200 \\
         --mcpu znver3 --work-dir /tmp/ms_conv2d
 
-Never imported by the project: it needs ``apache-tvm==0.27.0.post1`` (MetaSchedule lives at
+The driver also loads this file for ``FLOPS``, the numpy references and the numpy probe,
+so both processes share them: keep its top level free of tvm imports.  Not part of the
+package: it needs ``apache-tvm==0.27.0.post1`` (MetaSchedule lives at
 ``tvm.s_tir.meta_schedule`` there), which is installed in its own virtual environment and
 is no dependency of the package.  It defines the workload in TVM's TE (``topi``), tunes it
 with ``tune_tir`` for ``--trials`` trials (``max_trials_global``) on the target
@@ -17,7 +19,8 @@ Weights are layout-free on both sides: ``topi.nn.dense`` marks its weight so, an
 filter is marked the same way here, as our tasks rewrite both.  MetaSchedule's builder
 measures the kernel with the layout-rewrite block removed (weights pre-transformed); the
 final timing does the same, while the correctness check runs the complete function (rewrite
-block included) on the original weights.
+block included) on the original weights.  TVM's thread pool (the builder and runner
+processes inherit it) runs ``--num-cores`` threads, as our kernels do.
 """
 from __future__ import annotations
 
@@ -43,6 +46,9 @@ def parse_args(argv):
     p.add_argument("--num-cores", type=int, default=2)
     p.add_argument("--per-iter", type=int, default=64, help="num_trials_per_iter")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--build-timeout", type=float, default=120.0,
+                   help="LocalBuilder timeout (s); each builder process first spends ~20 s "
+                        "importing tvm.s_tir.tensor_intrin, so the default 30 s times out")
     p.add_argument("--number", type=int, default=10)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--min-repeat-ms", type=int, default=50)
@@ -100,8 +106,9 @@ def tune(ns, func, target):
     from tvm.s_tir import meta_schedule as ms
 
     t0 = time.perf_counter()
+    builder = ms.builder.LocalBuilder(timeout_sec=ns.build_timeout)
     database = ms.tune_tir(func, target, ns.work_dir, max_trials_global=ns.trials,
-                           num_trials_per_iter=ns.per_iter, seed=ns.seed)
+                           num_trials_per_iter=ns.per_iter, seed=ns.seed, builder=builder)
     seconds = time.perf_counter() - t0
     return ms.tir_integration.compile_tir(database, func, target), seconds
 
@@ -125,10 +132,10 @@ def check_and_time(ns, sch, target, shapes, ref) -> dict:
     # the kernel as measured during tuning: weights already in the rewritten layout
     stripped = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(sch.mod)
     kernel = tvm.compile(stripped, target=target)
-    targs = [tvm.runtime.tensor(rng.uniform(-1, 1, [int(d) for d in buf.shape])
-                                .astype(buf.dtype), dev)
-             for buf in (stripped["main"].buffer_map[p] for p in stripped["main"].params)]
-    timer = kernel.time_evaluator("main", dev, number=ns.number, repeat=ns.repeat,
+    # TVM 0.27: a PrimFunc's params are buffer-like, with shape and dtype
+    targs = [tvm.runtime.tensor(rng.uniform(-1, 1, [int(d) for d in p.shape])
+                                .astype(str(p.dtype)), dev) for p in stripped["main"].params]
+    timer = kernel.mod.time_evaluator("main", dev, number=ns.number, repeat=ns.repeat,
                                   min_repeat_ms=ns.min_repeat_ms)
     res = timer(*targs)
     return {"best_ms": float(np.median(res.results)) * 1e3, "rel_err": rel_err,
@@ -155,6 +162,8 @@ def run(ns) -> dict:
 
 def main(argv=None) -> int:
     ns = parse_args(sys.argv[1:] if argv is None else argv)
+    # TVM's thread pool takes half the hardware threads on x86 unless told (1 of 2 here)
+    os.environ.setdefault("TVM_NUM_THREADS", str(ns.num_cores))
     try:
         out, status = run(ns), 0
     except Exception as err:  # noqa: BLE001 - reported to the driver as JSON
