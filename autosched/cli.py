@@ -55,7 +55,8 @@ def parse_args(argv):
     p.add_argument("--log", default=None, help="JSON-lines log (default: <workload>.json)")
     p.add_argument("--target", default="llvm")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--per-round", type=int, default=16, help="measurements per round")
+    p.add_argument("--per-round", type=int, default=64,
+                   help="measurements per round (TVM's default, 64)")
     p.add_argument("--early-stopping", type=int, default=None,
                    help="stop after this many trials without improvement")
     p.add_argument("--runner-number", type=int, default=3)

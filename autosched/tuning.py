@@ -42,7 +42,7 @@ PRINT_MODES = ("schedule",)   # TVM also has "cuda": refused, this compiler targ
 class TuningOptions:
     num_measure_trials: int = 0
     early_stopping: int | None = None
-    num_measures_per_round: int = 32
+    num_measures_per_round: int = 64
     verbose: int = 1
     builder: object = "local"
     runner: object = "local"

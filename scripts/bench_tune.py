@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="xgb", choices=("random", "xgb"))
     p.add_argument("--trials", type=int, nargs="+", default=[64, 200])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--per-round", type=int, default=16)
+    p.add_argument("--per-round", type=int, default=64)
     p.add_argument("--json", default="results/bench_tune.json")
     ns = p.parse_args(argv)
     ns.trials = sorted(set(ns.trials))

@@ -7,6 +7,7 @@ import numpy as np
 from autosched import state as S
 from autosched import steps as ST
 from autosched.compute_dag import ComputeDAG
+from autosched.search.policy import SearchParams
 from autosched.steps import apply_step, serialize
 from autosched.task import SearchTask
 from autosched.workload import register_workload
@@ -14,6 +15,10 @@ from compiler import build, lower, te
 from compiler.schedule.bound import resolve_attach_ivar
 from compiler.tir.expr import IterVar
 from records import Record
+
+# A small evolutionary search for tests that tune a few trials: Ansor's default population
+# (2048 x 4 generations) costs seconds per round and is benchmarked, not tested, here.
+SMALL_SEARCH = SearchParams(evolutionary_search_population=64, evolutionary_search_num_iters=2)
 
 RNG = np.random.default_rng(7)
 

@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
+from autosched_helpers import SMALL_SEARCH
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
@@ -85,7 +86,7 @@ def _sketch_text(policy) -> str:
                                        ("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1))])
 def test_golden_sketches(name, args, request):
     task = auto.SearchTask(func=name, args=args)
-    text = _sketch_text(auto.SketchPolicy(task, seed=0))
+    text = _sketch_text(auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0))
     path = GOLDEN / f"sketches_{name}.txt"
     if request.config.getoption("--update-golden"):
         path.write_text(text)
@@ -113,7 +114,7 @@ def _reference(name, args, arrays):
 def test_sketches_and_samples_are_valid_and_distinct(name):
     args = WORKLOADS[name][0]
     task = auto.SearchTask(func=name, args=args)
-    policy = auto.SketchPolicy(task, seed=3)
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=3)
     sketches = policy.generate_sketches()
     assert sketches and len({str(s) + repr(s.transform_steps) for s in sketches}) == len(sketches)
     pop = policy.sample_initial_population(6)
@@ -131,7 +132,7 @@ def test_sketches_and_samples_are_valid_and_distinct(name):
 
 def test_evolutionary_search_returns_distinct_unmeasured_states():
     task = auto.SearchTask(func="matmul", args=(64, 64, 64))
-    policy = auto.SketchPolicy(task, seed=0)
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0)
     pop = policy.sample_initial_population(20)
     measured = pop[:5]
     policy.record_measured([MeasureInput(task, s) for s in measured],
@@ -155,7 +156,7 @@ def test_tune_small_matmul_end_to_end_and_resume(tmp_path):
     opts = auto.TuningOptions(num_measure_trials=8, num_measures_per_round=4, verbose=0,
                               runner=auto.LocalRunner(number=2),
                               measure_callbacks=[auto.RecordToFile(log)])
-    stats = task.tune(opts, auto.SketchPolicy(task, seed=1, verbose=0))
+    stats = task.tune(opts, auto.SketchPolicy(task, params=SMALL_SEARCH, seed=1, verbose=0))
     assert stats.trials == 8 and stats.best_cost < 1
     lines = open(log).read().splitlines()
     assert len(lines) == 8
@@ -171,7 +172,7 @@ def test_tune_small_matmul_end_to_end_and_resume(tmp_path):
     opts2 = auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4, verbose=0,
                                runner=auto.LocalRunner(number=2),
                                measure_callbacks=[auto.RecordToFile(log)])
-    policy = auto.SketchPolicy(task, seed=1, verbose=0,
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=1, verbose=0,
                                init_search_callbacks=[auto.PreloadMeasuredStates(log)])
     stats2 = task.tune(opts2, policy)
     assert stats2.preloaded == 8 and stats2.trials == 4
@@ -218,7 +219,7 @@ def test_tuning_survives_crashing_and_hanging_kernels(tmp_path):
                               builder=auto.LocalBuilder(build_func=crash_or_hang_build),
                               runner=auto.LocalRunner(timeout=1.5, number=1),
                               measure_callbacks=[auto.RecordToFile(log)])
-    stats = task.tune(opts, auto.SketchPolicy(task, seed=0, verbose=0))
+    stats = task.tune(opts, auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0))
     recs = list(load_records(log))
     assert stats.trials == 9 and len(recs) == 9
     expected = {0: 4, 1: 7, 2: 0}   # crash -> RUNTIME_DEVICE, hang -> RUN_TIMEOUT, healthy

@@ -12,6 +12,7 @@ import zlib
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
+from autosched_helpers import SMALL_SEARCH
 
 import autosched as auto
 import compiler
@@ -51,7 +52,8 @@ def options(log, trials=4, verbose=0):
 def log(tmp_path):
     path = tmp_path / "mm.json"
     task = make_task()
-    task.tune(options(path, trials=8), auto.SketchPolicy(task, seed=0, verbose=0))
+    task.tune(options(path, trials=8), auto.SketchPolicy(task, params=SMALL_SEARCH,
+                                                         seed=0, verbose=0))
     assert len(list(load_records(path))) == 8
     return path
 
@@ -63,20 +65,22 @@ def steps_of(path) -> list:
 # ------------------------------------------------------------ PreloadMeasuredStates
 def test_task_tune_does_not_preload_by_itself_and_says_how_to_resume(log, capsys):
     task = make_task()
-    stats = task.tune(options(log, verbose=1), auto.SketchPolicy(task, seed=0, verbose=0))
+    stats = task.tune(options(log, verbose=1), auto.SketchPolicy(task, params=SMALL_SEARCH,
+                                                                 seed=0, verbose=0))
     assert stats.preloaded == 0
     hints = [line for line in capsys.readouterr().out.splitlines() if "exists" in line]
     assert len(hints) == 1
     assert f"init_search_callbacks=[auto.PreloadMeasuredStates({str(log)!r})]" in hints[0]
     # verbose=0: silent
-    task.tune(options(log, verbose=0), auto.SketchPolicy(task, seed=1, verbose=0))
+    task.tune(options(log, verbose=0), auto.SketchPolicy(task, params=SMALL_SEARCH,
+                                                         seed=1, verbose=0))
     assert "exists" not in capsys.readouterr().out
 
 
 def test_preload_callback_resumes_without_measuring_a_state_twice(log, capsys):
     task = make_task()
     before = steps_of(log)
-    policy = auto.SketchPolicy(task, seed=0, verbose=1,
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=1,
                                init_search_callbacks=[auto.PreloadMeasuredStates(log)])
     assert policy.preloaded == 8 and len(policy.measured_keys) == 8
     assert f"SearchPolicy: Loaded 8 measured states of {task.workload_key}" in \
@@ -90,7 +94,7 @@ def test_preload_callback_resumes_without_measuring_a_state_twice(log, capsys):
 
 def test_a_policy_that_already_has_the_states_gets_no_hint(log, capsys):
     task = make_task()
-    policy = auto.SketchPolicy(task, seed=0, verbose=0)
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0)
     assert preload(policy, str(log)) == 8
     task.tune(options(log, verbose=1), policy)
     assert "exists" not in capsys.readouterr().out
@@ -98,14 +102,14 @@ def test_a_policy_that_already_has_the_states_gets_no_hint(log, capsys):
 
 
 def test_preload_of_a_missing_log_loads_nothing(tmp_path):
-    policy = auto.SketchPolicy(make_task(), verbose=0, init_search_callbacks=[
+    policy = auto.SketchPolicy(make_task(), params=SMALL_SEARCH, verbose=0, init_search_callbacks=[
         auto.PreloadMeasuredStates(tmp_path / "absent.json")])
     assert policy.preloaded == 0 and not policy.measured_keys
 
 
 def test_preload_loads_only_the_policys_task(log):
     other = auto.SearchTask(func="steps_test_matmul", args=(8, 8, 8))
-    policy = auto.SketchPolicy(other, verbose=0,
+    policy = auto.SketchPolicy(other, params=SMALL_SEARCH, verbose=0,
                                init_search_callbacks=[auto.PreloadMeasuredStates(log)])
     assert policy.preloaded == 0
 
@@ -114,9 +118,11 @@ def test_init_search_callbacks_are_checked():
     task = make_task()
     with pytest.raises(TypeError, match=r"init_search_callbacks\[1\]=3: expected a "
                                         r"SearchCallback"):
-        auto.SketchPolicy(task, init_search_callbacks=[auto.PreloadMeasuredStates("x"), 3])
+        auto.SketchPolicy(task, params=SMALL_SEARCH,
+                          init_search_callbacks=[auto.PreloadMeasuredStates("x"), 3])
     with pytest.raises(TypeError, match="init_search_callbacks=.*expected a list"):
-        auto.SketchPolicy(task, init_search_callbacks=auto.PreloadMeasuredStates("x"))
+        auto.SketchPolicy(task, params=SMALL_SEARCH,
+                          init_search_callbacks=auto.PreloadMeasuredStates("x"))
     with pytest.raises(TypeError, match=r"PreloadMeasuredStates filename=3: expected a path"):
         auto.PreloadMeasuredStates(3)
 
@@ -128,10 +134,12 @@ def test_a_custom_search_callback_runs_once_at_creation():
         def callback(self, policy):
             seen.append(policy)
 
-    policy = auto.SketchPolicy(make_task(), verbose=0, init_search_callbacks=[Spy()])
+    policy = auto.SketchPolicy(make_task(), params=SMALL_SEARCH,
+                                         verbose=0, init_search_callbacks=[Spy()])
     assert seen == [policy]
     with pytest.raises(NotImplementedError, match="SearchCallback.callback"):
-        auto.SketchPolicy(make_task(), init_search_callbacks=[auto.SearchCallback()])
+        auto.SketchPolicy(make_task(), params=SMALL_SEARCH,
+                                    init_search_callbacks=[auto.SearchCallback()])
 
 
 # ------------------------------------------------------------ load_best_record

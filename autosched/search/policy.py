@@ -27,10 +27,11 @@ from .sketch_rules import generate_sketches
 
 @dataclass(frozen=True)
 class SearchParams:
+    """Ansor's search parameters and defaults (population 2048, 4 generations)."""
     eps_greedy: float = 0.05
-    sample_init_min_population: int = 64
-    evolutionary_search_population: int = 96
-    evolutionary_search_num_iters: int = 3
+    sample_init_min_population: int = 50
+    evolutionary_search_population: int = 2048
+    evolutionary_search_num_iters: int = 4
     evolutionary_search_mutation_prob: float = 0.85
     use_measured_ratio: float = 0.2
     max_sample_tries_factor: int = 8
@@ -156,7 +157,9 @@ class SketchPolicy:
     def pick_states(self, num: int) -> list:
         t0 = time.perf_counter()
         p = self.params
-        init = self.sample_initial_population(max(p.sample_init_min_population, num))
+        # as Ansor: a full population of random samples (at least the minimum)
+        init = self.sample_initial_population(max(p.sample_init_min_population,
+                                                  p.evolutionary_search_population, num))
         seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
         seeds = seeds[:int(p.use_measured_ratio * len(init)) + 1]
         best = self.evolutionary_search(init + seeds, num * 2)
