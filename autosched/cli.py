@@ -57,6 +57,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-round", type=int, default=64,
                    help="measurements per round (TVM's default, 64)")
+    p.add_argument("--retime", type=int, default=4, metavar="K",
+                   help="at the end, measure the K best states twice more and keep the one "
+                        "with the lowest median (0: off)")
     p.add_argument("--early-stopping", type=int, default=None,
                    help="stop after this many trials without improvement")
     p.add_argument("--runner-number", type=int, default=3)
@@ -270,7 +273,7 @@ def main(argv=None) -> int:
         return 2
     opts = TuningOptions(
         num_measure_trials=ns.trials, early_stopping=ns.early_stopping,
-        num_measures_per_round=ns.per_round, verbose=0,
+        num_measures_per_round=ns.per_round, verbose=0, retime_top_k=ns.retime,
         builder=builder, measure_callbacks=[recorder], runner=runner,
         progress_callback=Progress(task, ns.trials, ns.quiet))
     try:

@@ -81,13 +81,17 @@ def best_within(task, log: str, budget: int):
     return serialize.state_from_record(task, rec), rec.mean_cost
 
 
-def interleaved(callables: dict, rounds: int = 7) -> dict:
-    """Median seconds of each callable, timed round-robin so drift hits all alike."""
-    for f in callables.values():
-        f()                                   # warm up (first-call costs, caches)
+def interleaved(callables: dict, rounds: int = 7, settle: float = 0.25) -> dict:
+    """Median seconds of each callable, timed round-robin so drift hits all alike.
+
+    numpy's OpenBLAS threads and our kernels' OpenMP threads both spin for a while after
+    a call, stealing the cores from whoever runs next; so before each timing the machine
+    settles (``settle`` seconds idle) and one untimed call absorbs the switch."""
     times: dict = {k: [] for k in callables}
     for _ in range(rounds):
         for k, f in callables.items():
+            time.sleep(settle)
+            f()
             times[k].append(f())
     return {k: statistics.median(v) for k, v in times.items()}
 
@@ -127,6 +131,36 @@ def retime(name: str, task, states: dict) -> dict:
     return interleaved(timers)
 
 
+def retime_run(name: str, args, run: dict, budgets) -> None:
+    """(Re-)time one tuned run from its log: each budget's best, default, numpy."""
+    task = auto.SearchTask(func=name, args=tuple(args), target="llvm")
+    flops = task.compute_dag.flop_ct
+    states, logged = {}, {}
+    for b in budgets:
+        st, cost = best_within(task, run["log"], b)
+        logged[b] = flops / cost / 1e9 if cost < float("inf") else 0.0
+        if st is not None:
+            states[b] = st
+    run["logged_gflops"] = logged
+    run["seconds"] = retime(name, task, states)
+
+
+def retime_all(path: str, budgets) -> dict:
+    """Re-time every run of an earlier JSON from its logs, on a machine with no tuner
+    running (the logs are kept in the temp directory the run printed)."""
+    with open(path) as f:
+        old = json.load(f)
+    out = old["workloads"]
+    for spec, res in out.items():
+        name, _ = parse_workload(spec)
+        for run in res["runs"]:
+            retime_run(name, res["args"], run, budgets)
+            secs = run["seconds"]
+            print(f"  {spec} retimed: " + ", ".join(f"{k} {res['flops'] / v / 1e9:.1f}"
+                                                    for k, v in secs.items()), flush=True)
+    return out
+
+
 def run_workload(spec: str, ns) -> dict:
     name, args = parse_workload(spec)
     flops = None
@@ -135,15 +169,8 @@ def run_workload(spec: str, ns) -> dict:
         r = tune_once(name, args, ns.model, max(ns.trials), seed, ns.per_round)
         task = r.pop("task")
         flops = task.compute_dag.flop_ct
-        states, logged = {}, {}
-        for b in ns.trials:
-            st, cost = best_within(task, r["log"], b)
-            logged[b] = flops / cost / 1e9 if cost < float("inf") else 0.0
-            if st is not None:
-                states[b] = st
-        secs = retime(name, task, states)
-        r["logged_gflops"] = logged
-        r["seconds"] = secs
+        retime_run(name, args, r, ns.trials)
+        secs = r["seconds"]
         per_seed.append(r)
         print(f"  {spec} seed {seed}: " + ", ".join(f"{k} {flops / v / 1e9:.1f}"
                                                       for k, v in secs.items()) + " GFLOPS",
@@ -192,11 +219,14 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--per-round", type=int, default=64)
     p.add_argument("--json", default="results/bench_tune.json")
+    p.add_argument("--retime", metavar="JSON",
+                   help="only re-time the runs of an earlier JSON from their logs")
     ns = p.parse_args(argv)
     ns.trials = sorted(set(ns.trials))
-    out = {}
-    for spec in ns.workloads:
-        out[spec] = run_workload(spec, ns)
+    if ns.retime:
+        out = retime_all(ns.retime, ns.trials)
+    else:
+        out = {spec: run_workload(spec, ns) for spec in ns.workloads}
     print_table(out, ns.trials)
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:

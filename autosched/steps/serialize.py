@@ -16,6 +16,7 @@ from .registry import apply_step, step_from_record
 def encode_record(inp, res, seed=None) -> Record:
     task, state = inp.task, inp.state
     mi = MeasureInputRecord(task.workload_key, str(task.target), task.hardware_params.to_list(),
+                            layout_rewrite_option=int(getattr(task, "layout_rewrite_option", 0)),
                             steps=tuple(s.to_record() for s in state.transform_steps), seed=seed)
     costs = [float(c) for c in res.costs] or [1e10]
     mr = MeasureResultRecord(tuple(costs), int(res.error_no), float(res.all_cost),
