@@ -178,7 +178,9 @@ class ApplyHistoryBest(DispatchContext):
         Weights that are constants of the graph (``const_inputs``) are read in the layout
         the tuned kernel walks (REWRITE_FOR_PRE_TRANSFORMED, as it was measured); relay
         transforms their data once at build time.  When a layout-free weight is not a
-        constant, the kernel keeps the original layout."""
+        constant, or the record was measured without layout rewrite (its
+        ``layout_rewrite_option`` is 0, as in logs written before it existed), the kernel
+        keeps the original layout."""
         return self._replay_best(target, workload_key, tensors, tuple(const_inputs), True)
 
     def _replay_best(self, target, workload_key, tensors, const_inputs, rewrite):
@@ -191,7 +193,11 @@ class ApplyHistoryBest(DispatchContext):
         for rec in recs:
             try:
                 state = serialize.state_from_record(task, rec)
-                got = _replay(dag, state, const_inputs if rewrite else ())
+                # build as it was measured: a record tuned without layout rewrite (an
+                # older log) keeps the weights' layout
+                measured_rewritten = int(getattr(rec.input, "layout_rewrite_option", 0)) != 0
+                got = _replay(dag, state,
+                              const_inputs if rewrite and measured_rewritten else ())
             except Exception as err:  # noqa: BLE001 - a stale record must fall back, never fail the build
                 self.stale += 1
                 warnings.warn(f"ApplyHistoryBest: a record of {workload_key} no longer applies "

@@ -6,6 +6,7 @@ transform stage inside (INSERT_TRANSFORM_STAGE) and for a pre-transformed weight
 with ApplyHistoryBest transform constant weights once, at build time.
 """
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from autosched.search.init_rules import sample_state
 from autosched.search.sketch_rules import generate_sketches
 from autosched.steps.registry import SplitStep, apply_step
 from compiler import relay
-from records import save_records
+from records import Record, save_records
 
 
 def _shape(t) -> tuple:
@@ -192,3 +193,22 @@ def test_relay_keeps_the_layout_of_weights_that_are_inputs(tmp_path):
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), x @ w.T, rtol=1e-4, atol=1e-4)
     assert "p1: T.Buffer((8, 16)" in str(next(iter(lib.lowered_funcs.values())))
+
+
+def test_records_measured_without_rewrite_build_without_it(tmp_path):
+    """A log written before layout rewrite (layout_rewrite_option 0) builds as measured."""
+    mod = small_net()
+    tasks, _ = auto.extract_tasks(mod, None, "llvm")
+    log = tmp_path / "old.json"
+    old = []
+    for k, t in enumerate(tasks):
+        rec = sampled_record(t, seed=k)
+        old.append(Record(replace(rec.input, layout_rewrite_option=0), rec.result))
+    save_records(log, old)
+    with auto.ApplyHistoryBest(str(log)):
+        lib = build(mod)
+    assert lib.stats["tuned_groups"] == 2
+    conv = next(n for n in lib.kernel_keys if "conv2d" in n)
+    assert "T.Buffer((16, 8, 3, 3)" in str(lib.lowered_funcs[conv])
+    x = np.random.default_rng(0).standard_normal((1, 8, 10, 10)).astype("float32")
+    np.testing.assert_allclose(run(lib, x), interp(mod, x), rtol=1e-4, atol=1e-4)
