@@ -34,8 +34,9 @@ from compiler.target import parse_target
 from records import Record, load_records, target_matches
 
 from .compute_dag import ComputeDAG
-from .layout_rewrite import LayoutRewriteOption
+from .layout_rewrite import LayoutRewriteOption, replay_rewritten
 from .steps import serialize
+from .steps.registry import check_state
 from .task import SearchTask
 
 __all__ = ["ApplyHistoryBest", "DispatchContext"]
@@ -47,11 +48,11 @@ _log = logging.getLogger("autosched")
 def _replay(dag, state, const_inputs) -> tuple:
     """(schedule, args, transforms): rewritten for pre-transformed weights when every
     weight the rewrite touches is a constant input, else as written."""
-    pre = LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED
     if const_inputs:
-        transforms = dag.layout_transforms(state)
-        if transforms and all(const_inputs[t.arg_index] for t in transforms):
-            sch, args = dag.apply_steps_from_state(state, pre)
+        check_state(state)
+        sch, args, transforms = replay_rewritten(
+            dag, state.transform_steps, LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)
+        if all(const_inputs[t.arg_index] for t in transforms):
             return sch, args, transforms
     sch, args = dag.apply_steps_from_state(state)
     return sch, args, []

@@ -172,6 +172,12 @@ def _root_positions(op, indices) -> tuple | None:
     return tuple(pos)
 
 
+def has_layout_free(dag) -> bool:
+    """Whether some compute op of ``dag`` names a layout-free placeholder."""
+    return any(isinstance(op, ComputeOp) and op.attrs.get("layout_free_placeholders")
+               for op in dag.ops)
+
+
 def plan_rewrites(dag, sch) -> list:
     """One _Plan per layout-free weight of ``dag`` that the replayed ``sch`` allows."""
     plans = []
@@ -336,7 +342,8 @@ def translate_steps(dag, steps, weights) -> list:
 def replay_rewritten(dag, steps, option):
     """(schedule, argument tensors, [LayoutTransform]) of ``steps`` under ``option``."""
     option = as_option(option)
-    if option == LayoutRewriteOption.NO_REWRITE:
+    if option == LayoutRewriteOption.NO_REWRITE or not has_layout_free(dag):
+        # the builder's hot path for DAGs without weights: one replay, not two
         return dag.replay(steps), list(dag.tensors), []
     plans = plan_rewrites(dag, dag.replay(steps, readonly=True))
     if not plans:
