@@ -62,6 +62,15 @@ def conv2d_nchw(N, CI, H, W, CO, KH, KW, stride=1, pad=1):
     return [X, F, topi.nn.conv2d_nchw(X, F, stride, pad, 1)]
 
 
+@register_workload("conv2d_bias_relu", override=True)
+def conv2d_bias_relu(N, CI, H, W, CO, KH, KW, stride=1, pad=1):
+    """The fused group a CNN's conv + bias + ReLU becomes (bias broadcast per channel)."""
+    X = te.placeholder((N, CI, H, W), name="X")
+    F = te.placeholder((CO, CI, KH, KW), name="F")
+    B = te.placeholder((CO, 1, 1), name="B")
+    return [X, F, B, topi.nn.relu(topi.add(topi.nn.conv2d_nchw(X, F, stride, pad, 1), B))]
+
+
 @register_workload("conv2d_nhwc", override=True)
 def conv2d_nhwc(N, H, W, CI, CO, KH, KW, stride=1, pad=1):
     X = te.placeholder((N, H, W, CI), name="X")
@@ -94,6 +103,8 @@ BUILTIN = {
                             "schedule_batch_matmul", lambda x, y: x @ y.transpose(0, 2, 1)),
     "conv2d_nchw": Builtin((1, 64, 56, 56, 64, 3, 3, 1, 1), "ResNet 3x3 conv, NCHW",
                            "schedule_conv2d_nchw"),
+    "conv2d_bias_relu": Builtin((1, 64, 56, 56, 64, 3, 3, 1, 1),
+                                "ResNet 3x3 conv + bias + ReLU, NCHW", "schedule_conv2d_nchw"),
     "conv2d_nhwc": Builtin((1, 56, 56, 64, 64, 3, 3, 1, 1), "ResNet 3x3 conv, NHWC",
                            "schedule_conv2d_nhwc"),
     "depthwise_conv2d": Builtin((1, 32, 112, 112, 3, 1, 1), "MobileNet depthwise 3x3",

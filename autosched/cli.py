@@ -29,7 +29,7 @@ from compiler import build, te, topi
 from . import catalog
 from .cli_network import run_network
 from .cost_model.base import RandomModel
-from .cost_model.xgb_model import XGBModel
+from .cost_model.xgb_model import XGBModel, prior_from_text
 from .errors import AutoSchedError
 from .layout_rewrite import LayoutRewriteOption
 from .measure.builder import LocalBuilder
@@ -68,6 +68,10 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=10.0, help="run timeout per candidate (s)")
     p.add_argument("--model", choices=("xgb", "random"), default="xgb",
                    help="cost model guiding the search (default: xgb)")
+    p.add_argument("--prior", default="builtin", metavar="builtin|none|FILE",
+                   help="the xgb model's prior before a task has records: the model "
+                        "shipped with the package (default), none (Ansor: the first "
+                        "round is random), or a file saved by XGBModel.save")
     p.add_argument("--pretrained", default=None,
                    help="warm the xgb model from an older log (any workloads)")
     p.add_argument("--dask", default=None, metavar="ADDRESS",
@@ -141,7 +145,7 @@ class Progress:
 def make_model(ns):
     if ns.model == "random":
         return RandomModel(ns.seed)
-    model = XGBModel(seed=ns.seed)
+    model = XGBModel(seed=ns.seed, prior=prior_from_text(ns.prior))
     if ns.pretrained:
         n = model.update_from_file(ns.pretrained)
         if not ns.quiet:

@@ -24,6 +24,7 @@ import numpy as np
 
 from records import load_records
 
+from .cost_model.xgb_model import prior_from_text
 from .dispatch import read_default_costs
 from .errors import AutoSchedError
 from .measure.measurer import RecordToFile
@@ -125,6 +126,7 @@ def _tune(ns, tasks, weights, log, make_measurers):
                      [known.get(t.workload_key, math.inf) for t in tasks])
     sched = TaskScheduler(tasks, weights, strategy=ns.strategy,
                           load_log_file=log if resume else None, seed=ns.seed,
+                          cost_model_prior=prior_from_text(ns.prior),
                           callbacks=[] if ns.quiet else [RoundTable()])
     before = _estimate(tasks, weights, log_best_costs(tasks, log)) if resume else math.inf
     opts = TuningOptions(num_measure_trials=ns.trials, num_measures_per_round=ns.per_round,

@@ -49,7 +49,7 @@ from records import load_records, target_matches
 
 from .checks import check_fields, check_number
 from .cost_model.base import RandomModel
-from .cost_model.xgb_model import XGBModel
+from .cost_model.xgb_model import PRIOR_BUILTIN, XGBModel
 from .defaults import measure_default_costs
 from .measure.dask import ClusterError
 from .measure.measurer import ProgramMeasurer, RecordToFile, TuningStopped
@@ -148,7 +148,7 @@ class TaskScheduler:
                  strategy: str = "gradient", load_model_file: str | None = None,
                  load_log_file: str | None = None, alpha: float = 0.2, beta: float = 2,
                  gamma: float = 0.5, backward_window_size: int = 3, callbacks=None,
-                 seed: int = 0):
+                 seed: int = 0, cost_model_prior: str | None = PRIOR_BUILTIN):
         self.tasks = _check_tasks(tasks)
         n = len(self.tasks)
         self.task_weights = _check_weights(task_weights, n)
@@ -169,6 +169,7 @@ class TaskScheduler:
                 raise TypeError(f"TaskScheduler {name}={path!r}: expected a path or None")
         self.load_model_file = load_model_file and os.fspath(load_model_file)
         self.load_log_file = load_log_file and os.fspath(load_log_file)
+        self.cost_model_prior = cost_model_prior    # XGBModel's prior (None: Ansor's)
         self.callbacks = [PrintTableInfo()] if callbacks is None else list(callbacks)
         for cb in self.callbacks:
             if not (callable(getattr(cb, "pre_tune", None))
@@ -295,7 +296,7 @@ class TaskScheduler:
         if search_policy == "sketch.random":
             model = RandomModel(seed=self.seed)
         else:
-            model = XGBModel(seed=self.seed)
+            model = XGBModel(seed=self.seed, prior=self.cost_model_prior)
             if self.load_model_file:
                 model.load(self.load_model_file)
         verbose = self.tune_option.verbose if self.tune_option else 1

@@ -2,7 +2,8 @@
 default schedule and numpy, over several seeds, all measured in one run.
 
     python3 scripts/bench_tune.py [--workloads matmul:512 conv2d ...] [--seeds 0 1 2]
-                                  [--trials 64 200] [--model xgb|random]
+                                  [--trials 64 200] [--model xgb|xgb-noprior|random]
+                                  [--baseline results/bench_tune_before.json]
 
 For each (workload, seed) the task is tuned once up to the largest budget; the best
 state within the first B records of its log is the best of a B-trial run (the search is
@@ -30,7 +31,7 @@ import numpy as np
 import autosched as auto
 from autosched import catalog
 from autosched.cli import _best_kernel
-from autosched.cost_model import RandomModel, XGBModel
+from autosched.cost_model import PRIOR_BUILTIN, RandomModel, XGBModel
 from autosched.steps import serialize
 from compiler import build, topi
 from records import load_records
@@ -56,7 +57,11 @@ def parse_workload(text: str):
 
 
 def make_model(name: str, seed: int):
-    return RandomModel(seed) if name == "random" else XGBModel(seed=seed)
+    """``xgb``: XGBModel with the shipped prior; ``xgb-noprior``: Ansor's (random until
+    100 records); ``random``: RandomModel."""
+    if name == "random":
+        return RandomModel(seed)
+    return XGBModel(seed=seed, prior=None if name == "xgb-noprior" else PRIOR_BUILTIN)
 
 
 def tune_once(func, args, model: str, trials: int, seed: int, per_round: int) -> dict:
@@ -200,21 +205,36 @@ def summarize(res: dict, budgets) -> list:
     return rows
 
 
-def print_table(out: dict, budgets) -> None:
+def _baseline_rows(path: str | None) -> dict:
+    """(workload, budget) -> (median GFLOPS, median vs default) of an earlier JSON."""
+    if not path:
+        return {}
+    with open(path) as f:
+        summary = json.load(f)["summary"]
+    return {(spec, row[0]): (row[1], row[5]) for spec, rows in summary.items() for row in rows}
+
+
+def print_table(out: dict, budgets, baseline: dict | None = None) -> None:
+    baseline = baseline or {}
     print(f"{'workload':16s} {'trials':>6s} {'GFLOPS med':>10s} {'min-max':>13s} "
           f"{'vs numpy':>8s} {'vs default':>10s} {'(min)':>6s} {'logged':>7s} "
-          f"{'cand/s':>6s} {'overhead':>8s}")
+          f"{'cand/s':>6s} {'overhead':>8s}" + (f" {'before':>14s}" if baseline else ""))
     for spec, res in out.items():
         for b, med, lo, hi, vnp, vdef, vdef_min, logged, cps, ovh in summarize(res, budgets):
             vnp_s = f"{vnp:8.2f}" if vnp is not None else f"{'-':>8s}"
+            old = baseline.get((spec, b))
+            old_s = f" {old[0]:7.1f} ({old[1]:.2f})" if old else ""
             print(f"{spec:16s} {b:6d} {med:10.1f} {f'{lo:.1f}-{hi:.1f}':>13s} {vnp_s} "
-                  f"{vdef:10.2f} {vdef_min:6.2f} {logged:7.1f} {cps:6.2f} {ovh:8.1%}")
+                  f"{vdef:10.2f} {vdef_min:6.2f} {logged:7.1f} {cps:6.2f} {ovh:8.1%}"
+                  + old_s)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", nargs="+", default=DEFAULT_WORKLOADS)
-    p.add_argument("--model", default="xgb", choices=("random", "xgb"))
+    p.add_argument("--model", default="xgb", choices=("random", "xgb", "xgb-noprior"))
+    p.add_argument("--baseline", metavar="JSON",
+                   help="an earlier result of this script: its medians print alongside")
     p.add_argument("--trials", type=int, nargs="+", default=[64, 200])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--per-round", type=int, default=64)
@@ -227,7 +247,7 @@ def main(argv=None) -> int:
         out = retime_all(ns.retime, ns.trials)
     else:
         out = {spec: run_workload(spec, ns) for spec in ns.workloads}
-    print_table(out, ns.trials)
+    print_table(out, ns.trials, _baseline_rows(ns.baseline))
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
         json.dump({"model": ns.model, "seeds": ns.seeds, "trials": ns.trials,

@@ -2,6 +2,7 @@
 synthetic log, training/prediction speed, save/load and the feature-version check."""
 import json
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched import state as S
 from autosched.cost_model import (
+    PRETRAINED_PATH,
     CostModelError,
     FeatureVersionError,
     RandomModel,
@@ -18,6 +20,7 @@ from autosched.cost_model import (
     pack_ids,
     pack_sum,
     pack_sum_square_error,
+    xgb_model,
 )
 from autosched.features import FEATURE_NAMES, FEATURE_VERSION
 from autosched.measure import MeasureInput, MeasureResult
@@ -89,10 +92,12 @@ def test_pack_sum_square_error_is_the_gradient_of_the_program_loss():
 def test_random_scores_until_warmup_then_trained():
     task = _task()
     states = [_state(task, fi, fj, v) for fi, fj in TILES for v in (True, False)]
-    model = XGBModel(XGBParams(num_warmup_sample=30), seed=3)
+    model = XGBModel(XGBParams(num_warmup_sample=30), seed=3, prior=None)
     before = model.predict(task, states[:5])
-    assert before == XGBModel(XGBParams(num_warmup_sample=30), seed=3).predict(task, states[:5])
-    assert before != XGBModel(XGBParams(num_warmup_sample=30), seed=4).predict(task, states[:5])
+    assert before == XGBModel(XGBParams(num_warmup_sample=30), seed=3,
+                              prior=None).predict(task, states[:5])
+    assert before != XGBModel(XGBParams(num_warmup_sample=30), seed=4,
+                              prior=None).predict(task, states[:5])
     inputs = [MeasureInput(task, s) for s in states[:20]]
     model.update(inputs, [_result(1e-3)] * 20)
     assert model.booster is None and model.num_records == 20
@@ -200,3 +205,107 @@ def test_load_refuses_other_feature_versions(tmp_path):
 def test_save_before_training_is_an_error(tmp_path):
     with pytest.raises(CostModelError, match="not been trained"):
         XGBModel().save(str(tmp_path / "m.json"))
+
+
+# ---------------------------------------------------------------------- prior
+def test_prior_scores_before_warmup_and_training_continues_from_it(tmp_path):
+    task, trained = _trained(tmp_path)
+    path = tmp_path / "prior.json"
+    trained.save(str(path))
+    model = XGBModel(XGBParams(num_warmup_sample=1000, prior_warmup_sample=8,
+                               num_boost_round=5, early_stopping_rounds=None), seed=0,
+                     prior=str(path))
+    assert model.has_prior and model.warmup == 8 and model.booster is None
+    states = [_state(task, fi, fj, v) for fi, fj in TILES[3::4] for v in (True, False)]
+    scores = model.predict(task, states)
+    assert np.allclose(scores, trained.predict(task, states))
+    assert all(v > s for v, s in zip(scores[::2], scores[1::2]))
+    # fine-tuning keeps the prior's trees and adds the new rounds on top
+    inputs = [MeasureInput(task, s) for s in states]
+    model.update(inputs, [_result(_cost(1, 4, i % 2 == 0)) for i in range(len(inputs))])
+    assert model.booster.num_boosted_rounds() == \
+        trained.booster.num_boosted_rounds() + 5
+    assert model.params.num_warmup_sample == 1000   # without a prior it would still wait
+
+
+def test_an_explicit_prior_must_be_usable(tmp_path):
+    _, trained = _trained(tmp_path)
+    path = tmp_path / "stale.json"
+    trained.save(str(path))
+    doc = json.loads(path.read_text())
+    doc["feature_version"] = "0-0000000000"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FeatureVersionError, match="0-0000000000"):
+        XGBModel(prior=str(path))
+    with pytest.raises(CostModelError, match="cannot read"):
+        XGBModel(prior=str(tmp_path / "missing.json"))
+
+
+def test_a_missing_builtin_prior_warns_once_and_scores_randomly(tmp_path, monkeypatch):
+    monkeypatch.setattr(xgb_model, "PRETRAINED_PATH", str(tmp_path / "gone.json"))
+    monkeypatch.setattr(xgb_model, "_PRIORS", {})
+    task = _task()
+    with pytest.warns(UserWarning, match="built-in prior is not used.*cannot read"):
+        model = XGBModel(seed=1)
+    assert not model.has_prior and model.warmup == model.params.num_warmup_sample
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        XGBModel(seed=1)                         # read once per process: no second warning
+    st = [_state(task, 4, 8, True)]
+    assert model.predict(task, st) == XGBModel(seed=1, prior=None).predict(task, st)
+
+
+def test_the_shipped_prior_matches_the_features_of_this_build():
+    """Changing the features makes the shipped prior stale: regenerate it with
+    scripts/pretrain_cost_model.py fit (this test fails until then)."""
+    doc = xgb_model.read_model_file(PRETRAINED_PATH)
+    assert doc["feature_version"] == FEATURE_VERSION
+    assert XGBModel().has_prior
+    task = _task()
+    vec, scalar = XGBModel().predict(task, [_state(task, 4, 16, True),
+                                            _state(task, 4, 16, False)])
+    assert vec > scalar
+
+
+def test_the_first_round_follows_the_prior(tmp_path):
+    """Before any record, the policy's picks are the prior's best, not a random sample."""
+    task, trained = _trained(tmp_path)
+    path = tmp_path / "prior.json"
+    trained.save(str(path))
+    params = auto.SearchParams(evolutionary_search_population=64, sample_init_min_population=64,
+                               evolutionary_search_num_iters=1, eps_greedy=0.0)
+
+    def picks(model):
+        return auto.SketchPolicy(task, model, params, seed=0, verbose=0).pick_states(16)
+
+    guided = trained.predict(task, picks(XGBModel(seed=0, prior=str(path))))
+    unguided = trained.predict(task, picks(XGBModel(seed=0, prior=None)))
+    population = trained.predict(task, auto.SketchPolicy(task, seed=0, verbose=0)
+                                 .sample_initial_population(64))
+    # the guided picks are the prior's top quarter of the same 64 random samples
+    assert min(guided) >= sorted(population)[-len(guided)] - 1e-6
+    assert np.mean(guided) > np.mean(unguided)
+
+
+def test_prior_from_text_reads_the_command_line_spelling():
+    assert xgb_model.prior_from_text("builtin") == xgb_model.PRIOR_BUILTIN
+    assert xgb_model.prior_from_text("none") is None
+    assert xgb_model.prior_from_text("my_model.json") == "my_model.json"
+
+
+def test_training_stops_early_and_retrains_only_on_enough_new_records():
+    task = _task()
+    states = [_state(task, fi, fj, v) for fi, fj in TILES for v in (True, False)]
+    results = [_result(_cost(fi, fj, v)) for fi, fj in TILES for v in (True, False)]
+    model = XGBModel(XGBParams(num_warmup_sample=10, early_stopping_rounds=5,
+                               retrain_ratio=0.5), seed=0, prior=None)
+    inputs = [MeasureInput(task, s) for s in states]
+    model.update(inputs[:20], results[:20])
+    first = model.booster
+    assert model.trained_on == 20
+    # a perfect fit of 20 programs stops long before Ansor's 10000-round ceiling
+    assert first.num_boosted_rounds() < 200
+    model.update(inputs[20:29], results[20:29])        # 9 new < 0.5 x 20: no retraining
+    assert model.booster is first and model.trained_on == 20
+    model.update(inputs[29:30], results[29:30])        # 10 new: retrain on all 30
+    assert model.booster is not first and model.trained_on == 30

@@ -336,3 +336,12 @@ def test_default_schedules_are_timed_first_and_count_in_the_estimate():
                                                          ts.default_costs[0]))
     assert f"{ts.default_costs[0] * 1e3:.3f}" in format_table(ts, 0)
     assert len(spy.seen) == 4                            # defaults are built here, not by it
+
+
+@pytest.mark.parametrize("prior, has_prior", [("builtin", True), (None, False)])
+def test_the_shared_cost_model_gets_the_prior_asked_for(prior, has_prior):
+    ts = auto.TaskScheduler(tasks_of(8, 16), cost_model_prior=prior, callbacks=[])
+    ts.tune_option = options(8)
+    policies = ts._make_policies("default", SMALL_SEARCH)
+    assert policies[0].model is policies[1].model           # one model for all tasks
+    assert policies[0].model.has_prior is has_prior

@@ -7,6 +7,9 @@ import numpy as np
 import pytest
 from topi_helpers import expect_error, rand, verify
 
+import autosched as auto
+from autosched import catalog
+from autosched.cli import _best_kernel
 from compiler import lower, te, topi
 from compiler.relay.op import attrs, nn_ref
 
@@ -261,3 +264,21 @@ def test_global_and_adaptive_pool(kind, layout):
             ref[tuple(dst)] = red(x[tuple(sl)], axis=hw, keepdims=True)
     verify([X], topi.nn.adaptive_pool(X, (oh, ow), kind, layout), [x], ref,
            schedule=topi.x86.schedule_adaptive_pool, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("args", [(1, 8, 10, 10, 16, 3, 3, 1, 1), (1, 6, 9, 9, 8, 1, 1, 2, 0)])
+def test_catalog_conv2d_bias_relu_default_and_tuned_state(args):
+    """The built-in fused conv + bias + ReLU: topi's default schedule and a sampled
+    auto-scheduler state (weights rewritten as a relay build does) agree with numpy."""
+    n, ci, h, w, co, kh, kw, stride, pad = args
+    tensors = catalog.conv2d_bias_relu(*args)
+    x, f, b = rand((n, ci, h, w)), rand((co, ci, kh, kw)), rand((co, 1, 1))
+    ref = np.maximum(conv_ref(x, f, (stride, stride), (pad,) * 4, (1, 1)) + b, 0)
+    verify(tensors[:3], [tensors[-1]], [x, f, b], [ref],
+           schedule=topi.x86.schedule_conv2d_nchw, plain=False, rtol=1e-4, atol=1e-4)
+    task = auto.SearchTask(func="conv2d_bias_relu", args=args, target="llvm")
+    state = auto.SketchPolicy(task, seed=0, verbose=0).sample_initial_population(1)[0]
+    out = np.zeros(ref.shape, "float32")
+    mod, ins = _best_kernel(task, state, [x, f, b, out])
+    mod(*ins)
+    np.testing.assert_allclose(ins[-1], ref, rtol=1e-4, atol=1e-4)

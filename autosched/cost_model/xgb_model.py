@@ -13,9 +13,19 @@ Every model has the same interface: ``update(inputs, results)`` after measuremen
   fast programs (the ones the search must rank right), and unlike TVM slow or failed
   programs keep a small weight, so the trees cannot score them arbitrarily high.
 
+The prior (not in Ansor): before a task has records of its own, Ansor's model returns
+random scores, so the whole first round of every task is a random sample.  Here the
+model starts from a prior -- by default the booster shipped in ``pretrained.json``,
+trained by ``scripts/pretrain_cost_model.py`` on tuning logs of other shapes of the same
+operator families -- and each training continues boosting from it (the prior's trees stay,
+new trees fit what the task's own records say differently).  ``prior=None`` gives
+Ansor's behaviour.  A prior made with other features is not used (a warning says so).
+
 Invariants: before ``num_warmup_sample`` records (and with no loaded booster) XGBModel
-returns seeded random scores; it retrains from scratch on all its records at every
-``update``; all randomness is seeded; ``save``/``load`` use one JSON document (xgboost's
+scores with the prior, or returns seeded random scores without one; once trained, an
+``update`` that brings at least ``retrain_ratio`` new records retrains on all of them
+(from the prior when there is one, else from scratch), with Ansor's early stopping;
+all randomness is seeded; ``save``/``load`` use one JSON document (xgboost's
 JSON model plus a header with ``FEATURE_VERSION`` and the feature count) and ``load``
 refuses a file made with other features.  No pickle anywhere.
 """
@@ -23,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -45,9 +56,12 @@ from ..features.extract import (
 from ..steps import serialize
 from ..workload import workload_key_to_tensors
 from .base import CostModel, CostModelError, FeatureVersionError
+from .pretrained import PRETRAINED_PATH
 
 MODEL_FORMAT = "autosched.XGBModel"
+PRIOR_BUILTIN = "builtin"
 _XGBOOST: list = []
+_PRIORS: dict = {}     # path -> raw booster JSON (bytes), or None when unusable
 
 
 def _xgb():
@@ -79,23 +93,34 @@ def pack_sum_square_error(preds, ids, labels, weights):
 
 @dataclass(frozen=True)
 class XGBParams:
-    """Training configuration of ``XGBModel`` (kept small: training runs every round)."""
-    max_depth: int = 6
+    """Training configuration of ``XGBModel``: Ansor's tree parameters (depth 10, eta 0.2,
+    gamma 0.001) and its stopping rule (at most ``num_boost_round`` rounds, stopped when
+    the pack-sum RMSE on the training records has not improved for
+    ``early_stopping_rounds``; ``None`` trains exactly ``num_boost_round`` rounds).
+    ``retrain_ratio``: after the first training, retrain only once the new records are
+    at least this share of the records of the last training (Ansor's adaptive training;
+    0 retrains at every update)."""
+    max_depth: int = 10
     eta: float = 0.2
     gamma: float = 0.001
     min_child_weight: float = 0.0
     max_bin: int = 64
-    num_boost_round: int = 60
+    num_boost_round: int = 10000
+    early_stopping_rounds: int | None = 50
     nthread: int = 1
     num_warmup_sample: int = 100
+    prior_warmup_sample: int = 64     # with a prior: fine-tune from this many records
+    retrain_ratio: float = 0.2
     min_weight: float = 0.05
 
     def __post_init__(self):
         check_fields(self, ("max_depth", "num_boost_round", "nthread"), 1, integer=True)
         check_fields(self, ("max_bin",), 2, integer=True)
-        check_fields(self, ("num_warmup_sample",), 0, integer=True)
+        check_fields(self, ("num_warmup_sample", "prior_warmup_sample"), 0, integer=True)
+        if self.early_stopping_rounds is not None:
+            check_fields(self, ("early_stopping_rounds",), 1, integer=True)
         check_fields(self, ("eta",), 0, strict=True)
-        check_fields(self, ("gamma", "min_child_weight", "min_weight"), 0)
+        check_fields(self, ("gamma", "min_child_weight", "min_weight", "retrain_ratio"), 0)
 
 
 class _Record:
@@ -109,13 +134,34 @@ class XGBModel(CostModel):
     """Learned cost model (see the module docstring)."""
 
     def __init__(self, params: XGBParams | None = None, seed: int = 0,
-                 feature_config: FeatureConfig | None = None):
+                 feature_config: FeatureConfig | None = None,
+                 prior: str | None = PRIOR_BUILTIN):
         self.params = params or XGBParams()
         self.seed = seed
         self.extractor = FeatureExtractor(feature_config)
         self.booster: Any = None      # an xgboost.Booster once trained
         self._records: list = []
         self._rng = np.random.default_rng(seed)
+        self._prior_raw = _prior_bytes(prior)   # an explicit prior path fails here
+        self._prior: Any = None
+        self.trained_on = 0            # records of the last training
+
+    @property
+    def has_prior(self) -> bool:
+        return self._prior_raw is not None
+
+    def _prior_booster(self):
+        """The prior as an xgboost.Booster (made on first use: importing xgboost is slow)."""
+        if self._prior is None and self._prior_raw is not None:
+            self._prior = _booster_from_json(self._prior_raw, self.params.nthread)
+        return self._prior
+
+    @property
+    def warmup(self) -> int:
+        """Records needed before the model trains on them."""
+        p = self.params
+        return min(p.num_warmup_sample, p.prior_warmup_sample) if self.has_prior else \
+            p.num_warmup_sample
 
     @property
     def num_records(self) -> int:
@@ -152,12 +198,24 @@ class XGBModel(CostModel):
             by_task[key][1].append(sum(res.costs) / len(res.costs) if ok else None)
         for key, (states, costs) in by_task.items():
             self._add(key, states, costs)
-        if self.num_records >= self.params.num_warmup_sample:
+        if self.num_records >= self.warmup and self._enough_new():
             self.train()
+
+    def _enough_new(self) -> bool:
+        """Ansor's adaptive training: skip a retraining that would add few records."""
+        new = self.num_records - self.trained_on
+        return self.booster is None or new >= self.params.retrain_ratio * self.trained_on
 
     def update_from_file(self, log: str) -> int:
         """Pre-train from a tuning log; returns the number of records used.  Records of
         unknown workloads or whose steps no longer apply are skipped."""
+        used = self.add_from_file(log)
+        if used:
+            self.train()   # an explicit pre-training request: no warm-up
+        return used
+
+    def add_from_file(self, log: str) -> int:
+        """Add a log's records without training; returns how many were used."""
         dags: dict = {}
         by_task: dict = {}
         for rec in load_records(log):
@@ -178,10 +236,7 @@ class XGBModel(CostModel):
         before = self.num_records
         for key, (states, costs) in by_task.items():
             self._add(key, states, costs)
-        used = self.num_records - before
-        if used:
-            self.train()   # an explicit pre-training request: no warm-up
-        return used
+        return self.num_records - before
 
     def dataset(self):
         """(rows X, program ids, labels, weights) of all records."""
@@ -206,7 +261,7 @@ class XGBModel(CostModel):
                 "base_score": 0.0, "disable_default_eval_metric": 1}
 
     def train(self) -> None:
-        """Retrain from scratch on every record."""
+        """Retrain on every record: from the prior when there is one, else from scratch."""
         if not self._records:
             raise CostModelError("XGBModel.train: no records to learn from")
         X, ids, labels, weights = self.dataset()
@@ -215,15 +270,28 @@ class XGBModel(CostModel):
         def objective(preds, _dtrain):
             return pack_sum_square_error(preds, ids, labels, weights)
 
-        self.booster = _xgb().train(self._xgb_params(), dtrain, self.params.num_boost_round,
-                                 obj=objective)
+        def pack_rmse(preds, _dtrain):
+            total = pack_sum(preds, ids, len(labels))
+            return "p-rmse", float(np.sqrt(np.sum(weights * (total - labels) ** 2)
+                                           / np.sum(weights)))
+
+        p = self.params
+        stop = [] if p.early_stopping_rounds is None else [_xgb().callback.EarlyStopping(
+            rounds=p.early_stopping_rounds, metric_name="p-rmse", data_name="tr",
+            save_best=True)]
+        self.booster = _xgb().train(self._xgb_params(), dtrain, p.num_boost_round,
+                                    evals=[(dtrain, "tr")] if stop else None, obj=objective,
+                                    custom_metric=pack_rmse if stop else None,
+                                    callbacks=stop, verbose_eval=False,
+                                    xgb_model=self._prior_booster())
+        self.trained_on = self.num_records
 
     # ------------------------------------------------------------------ prediction
     def predict(self, task, states) -> list:
         states = list(states)
         if not states:
             return []
-        if self.booster is None:
+        if self.booster is None and self._prior_booster() is None:
             return self._rng.random(len(states)).tolist()
         feats = self._featurize(states)
         rows = [r for r in feats if r is not None]
@@ -238,7 +306,8 @@ class XGBModel(CostModel):
     def predict_rows(self, rows) -> np.ndarray:
         """Program scores for a list of feature matrices (one per program)."""
         X = np.concatenate(rows)
-        preds = self.booster.inplace_predict(X)
+        booster = self.booster if self.booster is not None else self._prior_booster()
+        preds = booster.inplace_predict(X)
         return pack_sum(preds, pack_ids([len(r) for r in rows]), len(rows))
 
     # ------------------------------------------------------------------ persistence
@@ -253,22 +322,57 @@ class XGBModel(CostModel):
             json.dump(doc, f)
 
     def load(self, path: str) -> None:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as err:
-            raise CostModelError(f"XGBModel.load: cannot read {path}: {err}") from None
-        if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-            raise CostModelError(f"XGBModel.load: {path} is not an {MODEL_FORMAT} file")
-        version, n = doc.get("feature_version"), doc.get("n_features")
-        if version != FEATURE_VERSION or n != len(FEATURE_NAMES):
-            raise FeatureVersionError(
-                f"XGBModel.load: {path} was trained on feature version {version!r} "
-                f"({n} features) but this build computes version {FEATURE_VERSION!r} "
-                f"({len(FEATURE_NAMES)} features); retrain it, e.g. with "
-                "XGBModel().update_from_file(<tuning log>)")
-        booster = _xgb().Booster()
-        booster.load_model(bytearray(json.dumps(doc["booster"]).encode()))
-        booster.set_param({"nthread": self.params.nthread})
-        self.booster = booster
+        """Use a saved model (``save``'s file) for predictions until the next training."""
+        doc = read_model_file(path)
+        self.booster = _booster_from_json(json.dumps(doc["booster"]).encode(),
+                                          self.params.nthread)
 
+
+def read_model_file(path: str) -> dict:
+    """The validated document of a file written by ``XGBModel.save``."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as err:
+        raise CostModelError(f"XGBModel.load: cannot read {path}: {err}") from None
+    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+        raise CostModelError(f"XGBModel.load: {path} is not an {MODEL_FORMAT} file")
+    version, n = doc.get("feature_version"), doc.get("n_features")
+    if version != FEATURE_VERSION or n != len(FEATURE_NAMES):
+        raise FeatureVersionError(
+            f"XGBModel.load: {path} was trained on feature version {version!r} "
+            f"({n} features) but this build computes version {FEATURE_VERSION!r} "
+            f"({len(FEATURE_NAMES)} features); retrain it, e.g. with "
+            "XGBModel().update_from_file(<tuning log>)")
+    return doc
+
+
+def _booster_from_json(raw: bytes, nthread: int):
+    booster = _xgb().Booster()
+    booster.load_model(bytearray(raw))
+    booster.set_param({"nthread": nthread})
+    return booster
+
+
+def prior_from_text(text: str) -> str | None:
+    """A command line's ``--prior`` (``builtin``, ``none`` or a path) as ``prior``."""
+    return None if text == "none" else PRIOR_BUILTIN if text == "builtin" else text
+
+
+def _prior_bytes(prior: str | None) -> bytes | None:
+    """The prior's booster JSON, read once per process.  An explicit path must be a
+    usable model file; the built-in one only warns (once) when it is missing or stale,
+    and the model then starts without a prior."""
+    if prior is None:
+        return None
+    path = PRETRAINED_PATH if prior == PRIOR_BUILTIN else str(prior)
+    if path not in _PRIORS:
+        try:
+            _PRIORS[path] = json.dumps(read_model_file(path)["booster"]).encode()
+        except CostModelError as err:
+            if prior != PRIOR_BUILTIN:
+                raise
+            warnings.warn(f"XGBModel: the built-in prior is not used ({err}); the first "
+                          "round of each task is a random sample", stacklevel=3)
+            _PRIORS[path] = None
+    return _PRIORS[path]

@@ -224,10 +224,15 @@ def _access(tensor, kind, tuples, index, n_root, order) -> Access:
             for r, c in lin[0].items():
                 coefs[j, d, r] = c
             consts[j, d] = lin[1]
-    # structurally equal tuples (A[i, k] read twice) are one access
+    if len(tuples) == 1:
+        return Access(tensor, kind, coefs, consts, affine, order)
+    # structurally equal tuples (A[i, k] read twice) are one access (the first kept;
+    # a dict, not np.unique: these are a handful of short rows, searched per state)
     flat = np.concatenate([coefs.reshape(len(tuples), -1), consts], axis=1)
-    _, keep = np.unique(flat, axis=0, return_index=True)
-    keep = np.sort(keep)
+    first: dict = {}
+    for j, row in enumerate(flat.tolist()):
+        first.setdefault(tuple(row), j)
+    keep = sorted(first.values())
     return Access(tensor, kind, coefs[keep], consts[keep], affine, order)
 
 

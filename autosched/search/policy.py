@@ -11,6 +11,7 @@ in ``search_seconds`` so the tuner can report its overhead.
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 import time
 from dataclasses import dataclass
@@ -141,10 +142,13 @@ class SketchPolicy:
         weights = [s - lo + 1e-6 for s in scores]
         nxt: list = []
         tries = 0
+        # cumulative weights once: a weighted draw is then a bisection, not a pass over
+        # the whole population per child
+        cum = list(itertools.accumulate(weights))
         while len(nxt) < p.evolutionary_search_population and tries < 4 * \
                 p.evolutionary_search_population:
             tries += 1
-            parent = self.rng.choices(population, weights=weights, k=1)[0]
+            parent = self.rng.choices(population, cum_weights=cum, k=1)[0]
             if self.rng.random() < p.evolutionary_search_mutation_prob:
                 child = mutate(parent, self.rng, self.num_cores, p.mutation_weights)
                 if child is not None and scope_violation(child) is None:
