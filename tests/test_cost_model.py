@@ -184,13 +184,19 @@ def test_save_load_round_trip(tmp_path):
     assert np.allclose(loaded.predict(task, states), model.predict(task, states))
 
 
-def test_load_refuses_other_feature_versions(tmp_path):
+def _stale_model_file(tmp_path):
+    """(path, document) of a saved model whose feature version is not this build's."""
     _, model = _trained(tmp_path)
-    path = tmp_path / "model.json"
+    path = tmp_path / "stale.json"
     model.save(str(path))
     doc = json.loads(path.read_text())
     doc["feature_version"] = "0-0000000000"
     path.write_text(json.dumps(doc))
+    return path, doc
+
+
+def test_load_refuses_other_feature_versions(tmp_path):
+    path, doc = _stale_model_file(tmp_path)
     with pytest.raises(FeatureVersionError, match="0-0000000000.*retrain"):
         XGBModel().load(str(path))
     doc["feature_version"], doc["n_features"] = FEATURE_VERSION, len(FEATURE_NAMES) - 1
@@ -229,12 +235,7 @@ def test_prior_scores_before_warmup_and_training_continues_from_it(tmp_path):
 
 
 def test_an_explicit_prior_must_be_usable(tmp_path):
-    _, trained = _trained(tmp_path)
-    path = tmp_path / "stale.json"
-    trained.save(str(path))
-    doc = json.loads(path.read_text())
-    doc["feature_version"] = "0-0000000000"
-    path.write_text(json.dumps(doc))
+    path, _ = _stale_model_file(tmp_path)
     with pytest.raises(FeatureVersionError, match="0-0000000000"):
         XGBModel(prior=str(path))
     with pytest.raises(CostModelError, match="cannot read"):

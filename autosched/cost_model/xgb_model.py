@@ -323,24 +323,25 @@ class XGBModel(CostModel):
 
     def load(self, path: str) -> None:
         """Use a saved model (``save``'s file) for predictions until the next training."""
-        doc = read_model_file(path)
+        doc = read_model_file(path, "XGBModel.load")
         self.booster = _booster_from_json(json.dumps(doc["booster"]).encode(),
                                           self.params.nthread)
 
 
-def read_model_file(path: str) -> dict:
-    """The validated document of a file written by ``XGBModel.save``."""
+def read_model_file(path: str, what: str = "XGBModel.load") -> dict:
+    """The validated document of a file written by ``XGBModel.save``; ``what`` names
+    the caller in errors (a prior file is not loaded by ``load``)."""
     try:
         with open(path) as f:
             doc = json.load(f)
     except (OSError, ValueError) as err:
-        raise CostModelError(f"XGBModel.load: cannot read {path}: {err}") from None
+        raise CostModelError(f"{what}: cannot read {path}: {err}") from None
     if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
-        raise CostModelError(f"XGBModel.load: {path} is not an {MODEL_FORMAT} file")
+        raise CostModelError(f"{what}: {path} is not an {MODEL_FORMAT} file")
     version, n = doc.get("feature_version"), doc.get("n_features")
     if version != FEATURE_VERSION or n != len(FEATURE_NAMES):
         raise FeatureVersionError(
-            f"XGBModel.load: {path} was trained on feature version {version!r} "
+            f"{what}: {path} was trained on feature version {version!r} "
             f"({n} features) but this build computes version {FEATURE_VERSION!r} "
             f"({len(FEATURE_NAMES)} features); retrain it, e.g. with "
             "XGBModel().update_from_file(<tuning log>)")
@@ -368,7 +369,8 @@ def _prior_bytes(prior: str | None) -> bytes | None:
     path = PRETRAINED_PATH if prior == PRIOR_BUILTIN else str(prior)
     if path not in _PRIORS:
         try:
-            _PRIORS[path] = json.dumps(read_model_file(path)["booster"]).encode()
+            doc = read_model_file(path, "XGBModel prior")
+            _PRIORS[path] = json.dumps(doc["booster"]).encode()
         except CostModelError as err:
             if prior != PRIOR_BUILTIN:
                 raise
