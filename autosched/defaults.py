@@ -32,7 +32,7 @@ from .measure.measurer import BuildResult, MeasureErrorNo, MeasureInput
 from .workload import decode_workload_key
 
 __all__ = ["register_default_schedule", "register_default_schedule_func",
-           "has_default_schedule", "measure_default_costs"]
+           "has_default_schedule", "default_schedule_maker", "measure_default_costs"]
 
 _DEFAULTS: dict = {}       # workload key -> make() -> (te Schedule, tensors)
 _FUNC_DEFAULTS: dict = {}  # workload function name -> make(*args) -> (te Schedule, tensors)
@@ -55,7 +55,8 @@ def register_default_schedule_func(func_name: str, make: Callable) -> None:
     _FUNC_DEFAULTS[func_name] = make
 
 
-def _maker(workload_key: str):
+def default_schedule_maker(workload_key: str):
+    """``make() -> (schedule, tensors)`` of the key's default schedule, or None."""
     if workload_key in _DEFAULTS:
         return _DEFAULTS[workload_key]
     try:
@@ -67,13 +68,13 @@ def _maker(workload_key: str):
 
 
 def has_default_schedule(workload_key: str) -> bool:
-    return _maker(workload_key) is not None
+    return default_schedule_maker(workload_key) is not None
 
 
 def _build_default(task) -> BuildResult:
     t0 = time.perf_counter()
     try:
-        sch, args = _maker(task.workload_key)()
+        sch, args = default_schedule_maker(task.workload_key)()
         func = compiler.lower(sch, args, name="default_function")
         obj, metas, _ir = compiler.build_object(func, task.target, cache=None)
     except Exception as err:  # noqa: BLE001 - a broken default only loses its floor

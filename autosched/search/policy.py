@@ -4,7 +4,9 @@ epsilon-greedy picking of the states to measure each round (Ansor's search polic
 Invariants: a state (identified by its printed loop nest) is measured at most once per
 policy, including states loaded from an earlier log (only when asked: an init search
 callback such as ``PreloadMeasuredStates``, run once by the constructor, as TVM's
-``init_search_callbacks``); all randomness comes from the
+``init_search_callbacks``); the task's default schedule, when it can be written as a
+state, is the first pick of the first round (``seed_default_schedule``); all randomness
+comes from the
 policy's seeded generator; the time spent here (outside build and run) is accumulated
 in ``search_seconds`` so the tuner can report its overhead.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from ..checks import check_fields
 from ..cost_model.xgb_model import XGBModel
+from ..default_state import default_state
 from ..errors import InvalidStepError
 from ..measure.measurer import MeasureInput
 from ..steps.compute import scope_violation
@@ -37,6 +40,9 @@ class SearchParams:
     use_measured_ratio: float = 0.2
     max_sample_tries_factor: int = 8
     mutation_weights: tuple = MUTATIONS
+    # not in Ansor: the task's default schedule, as a state, is measured in the first
+    # round and joins the population, so the search starts from it (default_state.py)
+    seed_default_schedule: bool = True
 
     def __post_init__(self):
         check_fields(self, ("eps_greedy", "evolutionary_search_mutation_prob",
@@ -74,6 +80,7 @@ class SketchPolicy:
         self.measured: list = []      # (cost, state) of successful measurements
         self.search_seconds = 0.0
         self.preloaded = 0            # records loaded by init callbacks (PreloadMeasuredStates)
+        self._default_pending = self.params.seed_default_schedule
         self.init_search_callbacks = _check_callbacks(init_search_callbacks)
         for cb in self.init_search_callbacks:
             cb.callback(self)
@@ -166,10 +173,14 @@ class SketchPolicy:
                                                   p.evolutionary_search_population, num))
         seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
         seeds = seeds[:int(p.use_measured_ratio * len(init)) + 1]
-        best = self.evolutionary_search(init + seeds, num * 2)
-        n_greedy = int(round(num * (1 - p.eps_greedy)))
         picks: list = []
         keys: set = set()
+        dflt = self._take_default_state()
+        if dflt is not None:
+            self._take(dflt, picks, keys)
+            seeds.append(dflt)
+        best = self.evolutionary_search(init + seeds, num * 2)
+        n_greedy = int(round(num * (1 - p.eps_greedy)))
         for st in best:
             if len(picks) >= n_greedy:
                 break
@@ -182,6 +193,16 @@ class SketchPolicy:
             self._take(st, picks, keys)
         self.search_seconds += time.perf_counter() - t0
         return picks
+
+    def _take_default_state(self):
+        """The default schedule's state, once per policy, unless already measured."""
+        if not self._default_pending:
+            return None
+        self._default_pending = False
+        st = default_state(self.task)
+        if st is None or str(st) in self.measured_keys:
+            return None
+        return st
 
     def _take(self, st, picks, keys) -> None:
         k = str(st)

@@ -24,6 +24,7 @@ from ..tir import expr as E
 from ..tir import op as _op
 from . import dataflow as _dataflow
 from .relations import Fuse, Split, as_expr, dom_extent, ext_mul, split_extents
+from .trace import recording, traced
 
 # iter var annotation kinds
 ANN_NONE, ANN_PARALLEL, ANN_VECTORIZE, ANN_UNROLL = "none", "parallel", "vectorize", "unroll"
@@ -97,6 +98,7 @@ class Stage:
         raise ScheduleError(f"stage {self.name}: axis {iv.var.name} is not a leaf axis")
 
     # ------------------------------------------------------------------ loop transforms
+    @traced("split")
     def split(self, parent, factor=None, nparts=None):
         """Split ``parent`` into (outer, inner) by ``factor`` (inner extent) or ``nparts``."""
         self._check_compute("split")
@@ -127,12 +129,14 @@ class Stage:
         if old in self.pragmas:
             self.pragmas[new] = self.pragmas.pop(old)
 
+    @traced("tile")
     def tile(self, x_parent, y_parent, x_factor, y_factor):
         xo, xi = self.split(x_parent, factor=x_factor)
         yo, yi = self.split(y_parent, factor=y_factor)
         self.reorder(xo, yo, xi, yi)
         return xo, yo, xi, yi
 
+    @traced("fuse")
     def fuse(self, *args):
         """Fuse consecutive leaf axes (outer first) into one; returns the fused axis."""
         self._check_compute("fuse")
@@ -165,6 +169,7 @@ class Stage:
         self._inherit(outer, fused)
         return fused
 
+    @traced("reorder")
     def reorder(self, *args):
         self._check_compute("reorder")
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
@@ -189,6 +194,7 @@ class Stage:
                                 f"(or mixed) axis; only data-parallel axes can be {kind}d")
         self.annotations[iv] = kind
 
+    @traced("bind")
     def bind(self, iv, thread_iv):
         """Bind leaf ``iv`` to a GPU thread axis (``te.thread_axis``).  The lowered loop
         becomes a ``thread_extent`` attribute; only a GPU target could build it."""
@@ -202,15 +208,19 @@ class Stage:
                                 f"annotated {self.annotations[iv]}")
         self.thread_binds[iv] = thread_iv
 
+    @traced("parallel")
     def parallel(self, iv):
         self._annotate(iv, ANN_PARALLEL)
 
+    @traced("vectorize")
     def vectorize(self, iv):
         self._annotate(iv, ANN_VECTORIZE)
 
+    @traced("unroll")
     def unroll(self, iv):
         self._annotate(iv, ANN_UNROLL)
 
+    @traced("pragma")
     def pragma(self, iv, key: str, value=None):
         self._check_compute("pragma")
         self._check_leaf(iv, "pragma")
@@ -227,6 +237,7 @@ class Stage:
             value = bool(value.value if isinstance(value, E.IntImm) else value)
         self.pragmas.setdefault(iv, []).append(("pragma_" + key, value))
 
+    @traced("storage_align")
     def storage_align(self, axis, factor: int, offset: int):
         """Pad the stride of ``axis`` (a root axis) so that stride % factor == offset."""
         self._check_compute("storage_align")
@@ -240,6 +251,7 @@ class Stage:
         self.storage_aligns[axis] = (factor, offset)
 
     # ------------------------------------------------------------------ placement
+    @traced("compute_at")
     def compute_at(self, parent: Stage, scope):
         self._check_compute("compute_at")
         if not isinstance(parent, Stage):
@@ -259,6 +271,7 @@ class Stage:
                                     f"already attached inside {self.name}; this would be a cycle")
         self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, scope
 
+    @traced("compute_inline")
     def compute_inline(self):
         self._check_compute("compute_inline")
         if self.is_output:
@@ -272,16 +285,21 @@ class Stage:
                                     "attached to it")
         self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
 
+    @traced("compute_root")
     def compute_root(self):
         self._check_compute("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
 
+    @traced("set_scope")
     def set_scope(self, scope: str):
         self.scope = scope
 
 
 class Schedule:
     """All stages of a program in topological order (producers before consumers)."""
+
+    trace: list | None = None     # TraceEntry list while ``trace.record_schedules()`` is on
+    trace_depth = 0               # > 0 inside a recorded primitive (nested calls not logged)
 
     def __init__(self, outputs):
         self.outputs = list(outputs)
@@ -299,6 +317,9 @@ class Schedule:
                     body = self.stage_map[op]
                     body.attach_type, body.attach_stage = "scope", st
                     body.attach_ivar = st.op.scan_axis
+        if recording():
+            self.trace = []
+            self.trace_stage_names = [st.op.name for st in self.stages]
 
     def __getitem__(self, key) -> Stage:
         op = key.op if isinstance(key, Tensor) else key
@@ -327,12 +348,15 @@ class Schedule:
         return [st for st in self.stages if stage in self.producers(st)]
 
     # dataflow rewrites live in dataflow.py; bound here for the TVM-style API
+    @traced("cache_read")
     def cache_read(self, tensor, scope, readers):
         return _dataflow.cache_read(self, tensor, scope, readers)
 
+    @traced("cache_write")
     def cache_write(self, tensor, scope):
         return _dataflow.cache_write(self, tensor, scope)
 
+    @traced("rfactor")
     def rfactor(self, tensor, axis, factor_axis: int = 0):
         return _dataflow.rfactor(self, tensor, axis, factor_axis)
 

@@ -1,0 +1,195 @@
+"""The default schedule as a State: schedule traces, their replay as steps, and the search
+measuring the default first."""
+import numpy as np
+import pytest
+from autosched_helpers import SMALL_SEARCH, FakeInput, FakeResult
+
+import autosched as auto
+from autosched import catalog
+from autosched.default_state import default_state, state_from_trace
+from autosched.defaults import default_schedule_maker
+from autosched.errors import InvalidStepError
+from autosched.measure import MeasureInput, MeasureResult
+from autosched.search.policy import SearchParams
+from autosched.steps import serialize
+from compiler import build, lower, te
+from compiler.schedule.trace import (
+    LeafRef,
+    StageRef,
+    TensorRef,
+    TraceEntry,
+    record_schedules,
+)
+from records import Record
+
+RNG = np.random.default_rng(3)
+
+
+def _matmul(n=16):
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return A, B, C
+
+
+# ---------------------------------------------------------------- the compiler's trace
+def test_trace_records_positions_at_call_time():
+    A, B, C = _matmul()
+    with record_schedules():
+        s = te.create_schedule(C.op)
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, factor=4)
+    s[C].reorder(j, io)                  # leaves io, ii, j, k -> j, ii, io, k
+    f = s[C].fuse(*s[C].leaf_iter_vars[:2])
+    s[C].vectorize(s[C].leaf_iter_vars[-2])
+    assert s.trace_stage_names == ["A", "B", "C"]
+    assert s.trace == [
+        TraceEntry("split", 2, (LeafRef(2, 0),), (("factor", 4),)),
+        TraceEntry("reorder", 2, (LeafRef(2, 2), LeafRef(2, 0))),
+        TraceEntry("fuse", 2, (LeafRef(2, 0), LeafRef(2, 1))),
+        TraceEntry("vectorize", 2, (LeafRef(2, 1),)),
+    ]
+    assert f is s[C].leaf_iter_vars[0]
+
+
+def test_trace_records_a_composite_primitive_once_and_dataflow_by_tensor():
+    A, B, C = _matmul()
+    with record_schedules():
+        s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    s[C].tile(*s[C].op.axis, 4, 8)
+    s[CL].compute_at(s[C], s[C].leaf_iter_vars[1])
+    s[CL].storage_align(s[CL].op.axis[0], 8, 1)
+    prims = [e.primitive for e in s.trace]
+    assert prims == ["cache_write", "tile", "compute_at", "storage_align"]
+    # C.local is inserted before C: the cache is stage 2, C stage 3
+    assert s.trace[0] == TraceEntry("cache_write", -1, (TensorRef(2, 0), "local"))
+    assert s.trace[1] == TraceEntry("tile", 3, (LeafRef(3, 0), LeafRef(3, 1), 4, 8))
+    assert s.trace[2] == TraceEntry("compute_at", 2, (StageRef(3), LeafRef(3, 1)))
+    assert s.trace[3] == TraceEntry("storage_align", 2, (LeafRef(2, 0), 8, 1))
+
+
+def test_no_trace_outside_the_context():
+    A, B, C = _matmul()
+    s = te.create_schedule(C.op)
+    s[C].split(s[C].op.axis[0], factor=2)
+    assert s.trace is None
+
+
+# ---------------------------------------------------------------- the trace as steps
+def test_every_builtin_default_is_a_state_with_the_same_loop_nest():
+    for name, entry in catalog.BUILTIN.items():
+        task = auto.SearchTask(func=name, args=entry.default_args)
+        st = default_state(task)
+        assert st is not None, name
+        sch, args = task.compute_dag.apply_steps_from_state(st)
+        dsch, dargs = default_schedule_maker(task.workload_key)()
+        assert str(lower(sch, args, name="f")) == str(lower(dsch, dargs, name="f")), name
+
+
+def _depthwise_ref(x, w, pad=1):
+    n, c, h, wd = x.shape
+    k = w.shape[-1]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.zeros((n, c, h + 2 * pad - k + 1, wd + 2 * pad - k + 1), "float32")
+    for dy in range(k):
+        for dx in range(k):
+            out += xp[:, :, dy:dy + out.shape[2], dx:dx + out.shape[3]] * \
+                w[None, :, 0, dy, dx, None, None]
+    return out
+
+
+def _softmax_ref(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+CASES = {
+    "depthwise_conv2d": ((1, 8, 14, 14, 3, 1, 1), _depthwise_ref),
+    "softmax": ((6, 40), _softmax_ref),
+    "dense_bias_relu": ((8, 32, 48), catalog.BUILTIN["dense_bias_relu"].numpy_ref),
+    "matmul": ((24, 40, 32), catalog.BUILTIN["matmul"].numpy_ref),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_default_state_computes_numpys_result(name):
+    args, ref = CASES[name]
+    task = auto.SearchTask(func=name, args=args)
+    st = default_state(task)
+    sch, tensors = task.compute_dag.apply_steps_from_state(st)
+    mod = build(sch, tensors, name="kernel")
+    ins = [(RNG.random([d.value for d in t.shape]) - 0.5).astype("float32")
+           for t in tensors if isinstance(t.op, te.PlaceholderOp)]
+    out = np.zeros([d.value for d in tensors[-1].shape], "float32")
+    mod(*ins, out)
+    np.testing.assert_allclose(out, ref(*ins), rtol=1e-4, atol=1e-4)
+
+
+def test_default_state_round_trips_through_a_record():
+    task = auto.SearchTask(func="dense_bias_relu", args=(8, 32, 48))
+    st = default_state(task)
+    rec = serialize.encode_record(FakeInput(task, st), FakeResult())
+    back = serialize.state_from_record(task, Record.from_json(rec.to_json()))
+    assert str(back) == str(st)
+    assert back.transform_steps == st.transform_steps
+
+
+def test_a_primitive_without_a_step_is_an_error_naming_it():
+    A, B, C = _matmul()
+    with record_schedules():
+        s = te.create_schedule(C.op)
+    s[C].set_scope("local")
+    task = auto.SearchTask(func="steps_test_matmul", args=(16, 16, 16))
+    with pytest.raises(InvalidStepError, match="set_scope has no transform step"):
+        state_from_trace(task.compute_dag.init_state(), s)
+
+
+def test_a_schedule_of_another_program_is_an_error_naming_both_stage_lists():
+    X = te.placeholder((16,), name="X")
+    Y = te.compute((16,), lambda i: X[i] * 2.0, name="Y")
+    with record_schedules():
+        s = te.create_schedule(Y.op)
+    task = auto.SearchTask(func="matmul", args=(16, 16, 16))
+    with pytest.raises(InvalidStepError, match=r"stages \['X', 'Y'\] are not the task's"):
+        state_from_trace(task.compute_dag.init_state(), s)
+
+
+def test_an_unrecorded_schedule_is_an_error():
+    A, B, C = _matmul()
+    s = te.create_schedule(C.op)
+    task = auto.SearchTask(func="matmul", args=(16, 16, 16))
+    with pytest.raises(InvalidStepError, match="was not recorded"):
+        state_from_trace(task.compute_dag.init_state(), s)
+
+
+def test_a_workload_without_a_default_has_no_default_state():
+    @auto.register_workload("default_state_test_scale", override=True)
+    def scale(n):
+        X = te.placeholder((n,), name="X")
+        return [X, te.compute((n,), lambda i: X[i] * 3.0, name="Y")]
+
+    assert default_state(auto.SearchTask(func="default_state_test_scale", args=(8,))) is None
+
+
+# ---------------------------------------------------------------- the search
+def test_the_first_pick_is_the_default_state_and_it_is_measured_once():
+    task = auto.SearchTask(func="matmul", args=(32, 32, 32))
+    dflt = str(default_state(task))
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0)
+    picks = policy.pick_states(6)
+    assert str(picks[0]) == dflt
+    policy.record_measured([MeasureInput(task, s) for s in picks],
+                           [MeasureResult([1e-3], 0, "", 0.1, 0.0) for _ in picks])
+    again = policy.pick_states(6)
+    assert dflt not in {str(s) for s in again}
+
+
+def test_seeding_can_be_turned_off():
+    task = auto.SearchTask(func="matmul", args=(32, 32, 32))
+    dflt = str(default_state(task))
+    params = SearchParams(evolutionary_search_population=64, evolutionary_search_num_iters=0,
+                          seed_default_schedule=False)
+    policy = auto.SketchPolicy(task, params=params, seed=0, verbose=0)
+    assert dflt not in {str(s) for s in policy.pick_states(6)}
