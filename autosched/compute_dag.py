@@ -44,6 +44,7 @@ class ComputeDAG:
         self.access = AccessAnalyzer(self.ops, self.outputs)
         self.flop_ct = float(sum(_flops(op) for op in self.ops))
         self._replay_cache: OrderedDict = OrderedDict()
+        self._dataflow_cache: OrderedDict = OrderedDict()
         self._init_state = None
 
     # ------------------------------------------------------------------ states
@@ -90,6 +91,19 @@ class ComputeDAG:
             self._replay_cache[key] = sch
             if len(self._replay_cache) > 256:
                 self._replay_cache.popitem(last=False)
+        return sch
+
+    def replay_dataflow(self, key, steps):
+        """A read-only te Schedule with ``steps`` applied, cached by the caller's ``key``
+        (a State's dataflow key: steps with equal keys give the same ops)."""
+        hit = self._dataflow_cache.get(key)
+        if hit is not None:
+            self._dataflow_cache.move_to_end(key)
+            return hit
+        sch = self.replay(steps)
+        self._dataflow_cache[key] = sch
+        if len(self._dataflow_cache) > 256:
+            self._dataflow_cache.popitem(last=False)
         return sch
 
     def apply_steps_from_state(self, state, layout_rewrite=LayoutRewriteOption.NO_REWRITE):

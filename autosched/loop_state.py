@@ -24,7 +24,7 @@ class LoopState(State):
     @classmethod
     def of(cls, state: State) -> LoopState:
         return cls(state.dag, state.stages, state.attach_map, state.transform_steps,
-                   state.concrete)
+                   state.concrete, state.dataflow_key)
 
     def copy(self) -> LoopState:
         return LoopState.of(self)
@@ -53,6 +53,7 @@ class LoopState(State):
         res = R.apply_step(trial, step)
         self.stages, self.attach_map = trial.stages, trial.attach_map
         self.transform_steps = trial.transform_steps
+        self.dataflow_key = trial.dataflow_key
         self.invalidate()
         return res
 

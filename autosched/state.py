@@ -68,19 +68,24 @@ class StageState:
 
 class State:
     """Stages + attach map + the transform steps that produced them."""
-    __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str")
+    __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str",
+                 "dataflow_key")
 
-    def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True):
+    def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True,
+                 dataflow_key=()):
         self.dag = dag
         self.stages = list(stages)
         self.attach_map = dict(attach_map or {})
         self.transform_steps = list(steps or [])
         self.concrete = concrete
         self._str = None
+        # what decides the ops of the stages (steps.compute.apply_dataflow): states with
+        # equal keys share the te ops, so per-op analyses stay cached across states
+        self.dataflow_key = dataflow_key
 
     def copy(self) -> State:
         return State(self.dag, self.stages, self.attach_map, self.transform_steps,
-                     self.concrete)
+                     self.concrete, self.dataflow_key)
 
     def invalidate(self) -> None:
         self._str = None

@@ -446,3 +446,18 @@ def test_full_sketch_state_text():
         "      for i.2 (0,8)\n        vectorize j.2 (0,8)\n"
         "          # auto_unroll_max_step=16\n          C = ...\n")
     assert state.attach_map == {2: (3, 2)}
+
+
+def test_states_differing_only_in_loop_steps_share_their_ops():
+    # ops are keyed by the dataflow steps (and the loops of the stage they rewrite), so
+    # per-op analyses (features) stay cached across tile-size mutations
+    a = make("matmul", ST.CacheWriteStep(2, "local"), ST.SplitStep(3, 0, 32, (8,), True))
+    b = make("matmul", ST.CacheWriteStep(2, "local"), ST.SplitStep(3, 0, 32, (4,), True))
+    assert all(x.op is y.op for x, y in zip(a.stages, b.stages))
+    c = make("rowsum", ST.SplitStep(1, 1, 64, (8,), True), ST.RfactorStep(1, 2, 1))
+    d = make("rowsum", ST.SplitStep(1, 1, 64, (8,), True), ST.RfactorStep(1, 2, 1),
+             ST.SplitStep(2, 0, 16, (4,), True))
+    e = make("rowsum", ST.SplitStep(1, 1, 64, (4,), True), ST.RfactorStep(1, 2, 1))
+    assert c.stages[1].op is d.stages[1].op
+    assert c.stages[1].op is not e.stages[1].op          # another factor: another op
+    assert [it.extent for it in e.stages[1].iters] == [16, 4, 16]

@@ -1,6 +1,8 @@
 """Cost models: the pack-sum objective, warm-up, learning a sensible ordering from a
 synthetic log, training/prediction speed, save/load and the feature-version check."""
 import json
+import subprocess
+import sys
 import time
 import warnings
 
@@ -22,6 +24,8 @@ from autosched.cost_model import (
     pack_sum_square_error,
     xgb_model,
 )
+from autosched.cost_model.trees import TreeEnsemble
+from autosched.cost_model.xgb_model import PRIOR_BUILTIN, _booster_from_json, _prior_bytes
 from autosched.features import FEATURE_NAMES, FEATURE_VERSION
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.steps import AnnotationStep, ReorderStep, SplitStep, apply_step, serialize
@@ -310,3 +314,49 @@ def test_training_stops_early_and_retrains_only_on_enough_new_records():
     assert model.booster is first and model.trained_on == 20
     model.update(inputs[29:30], results[29:30])        # 10 new: retrain on all 30
     assert model.booster is not first and model.trained_on == 30
+
+
+# ---------------------------------------------------------------- numpy trees, lazy training
+def test_numpy_trees_predict_what_xgboost_predicts():
+    raw = _prior_bytes(PRIOR_BUILTIN)
+    X = np.random.default_rng(0).standard_normal((3000, len(FEATURE_NAMES))).astype("float32")
+    X *= 10
+    X[::7, 3] = np.nan                       # missing values follow default_left
+    ours = TreeEnsemble.from_json(raw).predict(X)
+    theirs = _booster_from_json(raw, 1).inplace_predict(X)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_numpy_trees_refuse_models_they_cannot_read():
+    doc = json.loads(_prior_bytes(PRIOR_BUILTIN))
+    doc["learner"]["objective"]["name"] = "binary:logistic"
+    with pytest.raises(CostModelError, match="only a single-target gbtree with squared error"):
+        TreeEnsemble.from_json(json.dumps(doc))
+    with pytest.raises(CostModelError, match="not an xgboost JSON model"):
+        TreeEnsemble.from_json(b'{"format": 1}')
+
+
+def test_scoring_with_the_prior_does_not_import_xgboost():
+    code = ("import sys\nimport autosched as auto\nfrom autosched import catalog\n"
+            "task = auto.SearchTask(func='matmul', args=(32, 32, 32))\n"
+            "pol = auto.SketchPolicy(task, seed=0, verbose=0)\n"
+            "states = pol.sample_initial_population(8)\n"
+            "scores = pol.model.predict(task, states)\n"
+            "assert len(set(scores)) > 1, scores\n"
+            "print('xgboost' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_training_waits_for_the_next_use_of_the_model():
+    task = _task()
+    tiles = TILES[:12]
+    states = [_state(task, fi, fj, k % 2 == 0) for k, (fi, fj) in enumerate(tiles)]
+    model = XGBModel(XGBParams(prior_warmup_sample=8, num_boost_round=3,
+                               early_stopping_rounds=None), seed=0)
+    model.update([MeasureInput(task, s) for s in states],
+                 [_result(_cost(fi, fj, k % 2 == 0)) for k, (fi, fj) in enumerate(tiles)])
+    assert model._booster is None                # stored, not trained
+    model.predict(task, states[:2])
+    assert model._booster is not None and model.trained_on == 12

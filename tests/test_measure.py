@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import autosched.measure.measurer as measure_mod
+import autosched.measure.runner as runner_mod
 import compiler
 from autosched.measure import (
     BuildResult,
@@ -418,3 +419,10 @@ def test_cutoff_configurations_are_validated():
         LocalRunner(cutoff=3)
     with pytest.raises(TypeError, match="LocalBuilder cutoff"):
         LocalBuilder(cutoff=RunCutoff())
+
+
+def test_a_repeat_costs_the_median_of_its_calls():
+    # one call that waited a time slice (9.0) does not decide the cost
+    assert runner_mod.repeat_costs([1.0, 1.1, 9.0, 2.0, 2.2, 2.1], 3, 2) == [1.1, 2.1]
+    assert runner_mod.repeat_costs([4.0], 1, 1) == [4.0]
+

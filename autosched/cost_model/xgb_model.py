@@ -22,9 +22,11 @@ new trees fit what the task's own records say differently).  ``prior=None`` give
 Ansor's behaviour.  A prior made with other features is not used (a warning says so).
 
 Invariants: before ``num_warmup_sample`` records (and with no loaded booster) XGBModel
-scores with the prior, or returns seeded random scores without one; once trained, an
-``update`` that brings at least ``retrain_ratio`` new records retrains on all of them
-(from the prior when there is one, else from scratch), with Ansor's early stopping;
+scores with the prior (read by numpy, ``trees.py``: no xgboost import), or returns
+seeded random scores without one; ``update`` only stores records, and the next use of
+the model (prediction, ``booster``, ``save``) trains on all of them when there are at
+least ``retrain_ratio`` new ones since the last training (from the prior when there is
+one, else from scratch), with Ansor's early stopping;
 all randomness is seeded; ``save``/``load`` use one JSON document (xgboost's
 JSON model plus a header with ``FEATURE_VERSION`` and the feature count) and ``load``
 refuses a file made with other features.  No pickle anywhere.
@@ -57,11 +59,13 @@ from ..steps import serialize
 from ..workload import workload_key_to_tensors
 from .base import CostModel, CostModelError, FeatureVersionError
 from .pretrained import PRETRAINED_PATH
+from .trees import TreeEnsemble
 
 MODEL_FORMAT = "autosched.XGBModel"
 PRIOR_BUILTIN = "builtin"
 _XGBOOST: list = []
 _PRIORS: dict = {}     # path -> raw booster JSON (bytes), or None when unusable
+_PRIOR_TREES: dict = {}  # raw booster JSON -> TreeEnsemble
 
 
 def _xgb():
@@ -139,7 +143,7 @@ class XGBModel(CostModel):
         self.params = params or XGBParams()
         self.seed = seed
         self.extractor = FeatureExtractor(feature_config)
-        self.booster: Any = None      # an xgboost.Booster once trained
+        self._booster: Any = None     # an xgboost.Booster once trained (or loaded)
         self._records: list = []
         self._rng = np.random.default_rng(seed)
         self._prior_raw = _prior_bytes(prior)   # an explicit prior path fails here
@@ -149,6 +153,28 @@ class XGBModel(CostModel):
     @property
     def has_prior(self) -> bool:
         return self._prior_raw is not None
+
+    @property
+    def booster(self):
+        """The trained xgboost.Booster (None before the warm-up).  Training is lazy: an
+        ``update`` only stores records, and the model trains when it is next used, so
+        the measurements of a run's last round are never trained on for nothing."""
+        if self._records and self.num_records >= self.warmup and self._enough_new():
+            self.train()
+        return self._booster
+
+    @booster.setter
+    def booster(self, value) -> None:
+        self._booster = value
+
+    def _prior_trees(self):
+        """The prior as a numpy TreeEnsemble: scoring with it needs no xgboost import."""
+        if self._prior_raw is None:
+            return None
+        trees = _PRIOR_TREES.get(self._prior_raw)
+        if trees is None:
+            trees = _PRIOR_TREES[self._prior_raw] = TreeEnsemble.from_json(self._prior_raw)
+        return trees
 
     def _prior_booster(self):
         """The prior as an xgboost.Booster (made on first use: importing xgboost is slow)."""
@@ -198,13 +224,12 @@ class XGBModel(CostModel):
             by_task[key][1].append(sum(res.costs) / len(res.costs) if ok else None)
         for key, (states, costs) in by_task.items():
             self._add(key, states, costs)
-        if self.num_records >= self.warmup and self._enough_new():
-            self.train()
+        # training waits for the next use of the model (the ``booster`` property)
 
     def _enough_new(self) -> bool:
         """Ansor's adaptive training: skip a retraining that would add few records."""
         new = self.num_records - self.trained_on
-        return self.booster is None or new >= self.params.retrain_ratio * self.trained_on
+        return self._booster is None or new >= self.params.retrain_ratio * self.trained_on
 
     def update_from_file(self, log: str) -> int:
         """Pre-train from a tuning log; returns the number of records used.  Records of
@@ -279,7 +304,7 @@ class XGBModel(CostModel):
         stop = [] if p.early_stopping_rounds is None else [_xgb().callback.EarlyStopping(
             rounds=p.early_stopping_rounds, metric_name="p-rmse", data_name="tr",
             save_best=True)]
-        self.booster = _xgb().train(self._xgb_params(), dtrain, p.num_boost_round,
+        self._booster = _xgb().train(self._xgb_params(), dtrain, p.num_boost_round,
                                     evals=[(dtrain, "tr")] if stop else None, obj=objective,
                                     custom_metric=pack_rmse if stop else None,
                                     callbacks=stop, verbose_eval=False,
@@ -291,7 +316,7 @@ class XGBModel(CostModel):
         states = list(states)
         if not states:
             return []
-        if self.booster is None and self._prior_booster() is None:
+        if self.booster is None and self._prior_raw is None:
             return self._rng.random(len(states)).tolist()
         feats = self._featurize(states)
         rows = [r for r in feats if r is not None]
@@ -306,8 +331,9 @@ class XGBModel(CostModel):
     def predict_rows(self, rows) -> np.ndarray:
         """Program scores for a list of feature matrices (one per program)."""
         X = np.concatenate(rows)
-        booster = self.booster if self.booster is not None else self._prior_booster()
-        preds = booster.inplace_predict(X)
+        booster = self.booster
+        preds = booster.inplace_predict(X) if booster is not None else \
+            self._prior_trees().predict(X)
         return pack_sum(preds, pack_ids([len(r) for r in rows]), len(rows))
 
     # ------------------------------------------------------------------ persistence

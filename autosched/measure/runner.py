@@ -19,6 +19,10 @@ Invariants:
   through with their own code and message; failed results cost ``[FAILURE_COST]``;
 - inputs depend only on (seed, parameter index, shape, dtype): every candidate and the
   reference see the same numbers; ``all_cost`` = build time + run wall time;
+- a cost (one per repeat) is the median of ``number`` individually timed calls (TVM: the
+  mean of one loop of ``number`` calls): on a shared 2-core machine a call now and then
+  waits a whole time slice for its second thread (a 1.5 ms conv measured 5-8 ms), and a
+  mean lets that one call rank a good candidate below worse ones;
 - cut-off (``RunCutoff``) only ever uses the best mean cost this runner has measured
   for the same task: before the first valid measurement of a task only ``timeout`` and
   ``slow_call_seconds`` apply, so no workload is cut short on a guess.
@@ -26,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import collections
+import statistics
 import time
 import traceback
 import warnings
@@ -188,11 +193,13 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
         first = time.perf_counter() - t0
         if first >= single_shot and ref_key is None:
             return [first], int(MeasureErrorNo.NO_ERROR), ""
-        timer = mod.time_evaluator(number=config.number, repeat=config.repeat,
+        # each call timed on its own (a repeat is the median of ``number`` calls), so one
+        # call whose parallel region lost a core for a time slice does not decide the rank
+        timer = mod.time_evaluator(number=1, repeat=config.number * config.repeat,
                                    min_repeat_ms=config.min_repeat_ms,
                                    enable_cpu_cache_flush=config.enable_cpu_cache_flush,
                                    warmup=False)   # the first call above was the warm-up
-        prof = timer(*arrays)
+        calls = list(timer(*arrays).results)
         if ref_key is not None:
             _check_outputs(func.meta, arrays, _REFERENCES.get(ref_key), config)
     except WrongAnswerError as e:
@@ -200,7 +207,13 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
     except Exception as e:
         return [], int(MeasureErrorNo.RUNTIME_DEVICE), \
             f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-    return [float(c) for c in prof.results], int(MeasureErrorNo.NO_ERROR), ""
+    return repeat_costs(calls, config.number, config.repeat), int(MeasureErrorNo.NO_ERROR), ""
+
+
+def repeat_costs(calls, number: int, repeat: int) -> list:
+    """One cost per repeat: the median of its ``number`` individually timed calls."""
+    return [float(statistics.median(calls[r * number:(r + 1) * number]))
+            for r in range(repeat)]
 
 
 def run_limits(cfg: RunConfig, cutoff, timeout: float, best):
@@ -215,7 +228,7 @@ def run_limits(cfg: RunConfig, cutoff, timeout: float, best):
         return cfg.slow_call_seconds, timeout, False
     single_shot = min(cfg.slow_call_seconds, cutoff.single_shot_seconds(best))
     full = single_shot * (1 + cfg.number * cfg.repeat) \
-        + cfg.repeat * 2 * cfg.min_repeat_ms / 1000
+        + cfg.number * cfg.repeat * 2 * cfg.min_repeat_ms / 1000
     limit = _JOB_MARGIN_SECONDS + max(cutoff.kill_seconds(best), full) \
         + cfg.cooldown_interval
     if limit >= timeout:

@@ -190,11 +190,31 @@ def _placeholder_lengths(step):
     return step
 
 
+def _dataflow_key(state, step) -> tuple:
+    """What decides the ops after ``step`` (and whether the schedule accepts it): the
+    dataflow steps so far and the placement and loops of the stage ``step`` rewrites (an
+    rfactor's new axes are that stage's split loops; a cache_write refuses a split or
+    inlined stage).  Loop steps of other stages change no op, so states that differ only
+    in them (every tile-size mutation) share one te replay and hence the same ops."""
+    st = state.stages[step.stage_id]
+    loops = (st.compute_at, tuple((it.name, it.extent, it.kind) for it in st.iters))
+    return state.dataflow_key + ((step.CODE, tuple(map(_freeze, step.to_record())), loops),)
+
+
+def _freeze(x):
+    return tuple(_freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
 def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
-    """Refresh ``state`` after dataflow ``step`` inserted a stage at ``insert_at``."""
+    """Refresh ``state`` after dataflow ``step`` inserted a stage at ``insert_at``.
+
+    Only the ops and the loops of the ``touched`` stages (all fresh from their op's axes)
+    are read back from the replayed schedule, and both depend on the dataflow key alone,
+    so the replay is cached by that key (``ComputeDAG.replay_dataflow``)."""
     steps = [_placeholder_lengths(s) for s in state.transform_steps + [step]]
+    key = _dataflow_key(state, step)
     try:
-        sch = state.dag.replay(steps, readonly=True)
+        sch = state.dag.replay_dataflow(key, steps)
     except CompilerError as err:
         raise InvalidStepError(f"{step.CODE}: {err}") from None
     old = state.stages
@@ -210,6 +230,7 @@ def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
             new.append(S.replace(prev, op=te_st.op))
     state.shift_stage_ids(insert_at)
     state.stages = new
+    state.dataflow_key = key
     state.invalidate()
 
 
