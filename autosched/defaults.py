@@ -16,7 +16,8 @@ default when the log's task table (``LOG.tasks.json``) carries ``default_cost``.
 
 Invariants: a default measurement is never written to a log (its state would replay as
 the naive, un-transformed schedule); a task without a registered default, or whose
-default fails to build or run, gets ``inf`` and no floor.
+default fails to build or run, gets ``inf`` and no floor.  (The search measures the
+default schedule again as a State, ``default_state.py``; that one is an ordinary record.)
 """
 from __future__ import annotations
 

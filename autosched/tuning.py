@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .checks import check_fields
+from .default_state import default_state
 from .defaults import measure_default_costs
 from .errors import AutoSchedError, InvalidStepError
 from .measure.builder import LocalBuilder
@@ -166,6 +167,13 @@ def _retime_best(task, policy, measurer, options: TuningOptions, stats: TuneStat
         ranked.setdefault(str(st), (st, [cost]))
         if len(ranked) == options.retime_top_k:
             break
+    # the default schedule's state competes too: the answer is never a state that only
+    # looked faster than the default because it was measured at a faster moment
+    dflt = default_state(task)
+    if dflt is not None and str(dflt) not in ranked:
+        cost = next((c for c, st in policy.measured if str(st) == str(dflt)), None)
+        if cost is not None:
+            ranked[str(dflt)] = (dflt, [cost])
     if len(ranked) < 2:
         return
     inputs = [MeasureInput(task, st) for st, _ in ranked.values()]
@@ -218,7 +226,7 @@ def best_state(task, log: str, include_compatible: bool = True):
     A state measured several times (re-timed at the end of tuning) costs the median of
     its records; the returned record is its cheapest."""
     mode = "compatible" if include_compatible else "exact"
-    records = _by_state_median([r for r in matching_records(log, task, mode) if r.is_valid])
+    records = rank_records([r for r in matching_records(log, task, mode) if r.is_valid])
     for rec in records:
         try:
             return serialize.state_from_record(task, rec), rec
@@ -230,13 +238,19 @@ def best_state(task, log: str, include_compatible: bool = True):
                          + (f" ({len(records)} valid ones do not replay)" if records else ""))
 
 
-def _by_state_median(records) -> list:
-    """One record per distinct step list, ordered by the median cost of its records."""
+def rank_records(records) -> list:
+    """One record per distinct step list (its cheapest), best first.
+
+    States are ordered by the median cost of their records, and a state re-timed at the
+    end of tuning (3 or more records) ranks before states measured once or twice: the
+    re-timing compared the best few side by side, while a single figure may come from a
+    faster moment of a drifting machine (here the same kernel measures up to 30% apart
+    minutes apart).  A log without re-timing ranks by cost, as TVM's."""
     groups: dict = {}
     for r in records:
         groups.setdefault(repr(r.input.steps), []).append(r)
-    keyed = [(statistics.median(x.mean_cost for x in g), min(g, key=lambda x: x.mean_cost))
-             for g in groups.values()]
+    keyed = [((-min(len(g), 3), statistics.median(x.mean_cost for x in g)),
+              min(g, key=lambda x: x.mean_cost)) for g in groups.values()]
     return [r for _, r in sorted(keyed, key=lambda kr: kr[0])]
 
 

@@ -5,16 +5,18 @@ default schedule and numpy, over several seeds, all measured in one run.
                                   [--trials 64 200] [--model xgb|xgb-noprior|random]
                                   [--baseline results/bench_tune_before.json]
 
-For each (workload, seed) the task is tuned once up to the largest budget; the best
-state within the first B records of its log is the best of a B-trial run (the search is
-sequential).  The logged cost of a state is the best of many noisy measurements, so each
-budget's best state is rebuilt as it was measured (weights pre-transformed when the task
-rewrites layouts, as a relay build does once) and re-timed interleaved with the
-default (topi) schedule and numpy: round-robin, one timing of each per round, median of
-the rounds.  Reported per budget: the median and min-max over seeds of the re-timed
-GFLOPS, the ratios to numpy and to the default schedule (median and min), the logged
-GFLOPS; per run: measured candidates per second and the share of the wall time outside
-build and run (search overhead).  Writes JSON.
+For each (workload, seed) one search runs through the budgets in order: at each budget
+B the tuning ends as ``tune`` ends (``--retime K``, default 4: the best K states and the
+default schedule's state measured twice more, side by side; 0: TVM's plain minimum),
+the best state of the log so far is the answer of a B-trial run (``tuning.best_state``'s
+ranking), and the same search then continues to the next budget.  Re-timing
+measurements are not trials.  Each budget's best state is rebuilt as it was measured
+(weights pre-transformed when the task rewrites layouts, as a relay build does once) and
+re-timed interleaved with the default (topi) schedule and numpy: round-robin, one timing
+of each per round, median of the rounds.  Reported per budget: the median and min-max
+over seeds of the re-timed GFLOPS, the ratios to numpy and to the default schedule
+(median and min), the logged GFLOPS; per run: measured candidates per second and the
+share of the wall time outside build and run (search overhead).  Writes JSON.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from autosched import catalog
 from autosched.cli import _best_kernel
 from autosched.cost_model import PRIOR_BUILTIN, RandomModel, XGBModel
 from autosched.steps import serialize
+from autosched.tuning import rank_records
 from compiler import build, topi
 from records import load_records
 
@@ -64,25 +67,37 @@ def make_model(name: str, seed: int):
     return XGBModel(seed=seed, prior=None if name == "xgb-noprior" else PRIOR_BUILTIN)
 
 
-def tune_once(func, args, model: str, trials: int, seed: int, per_round: int) -> dict:
+def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
+              retime_k: int) -> dict:
+    """One search through the budgets; ``cuts[B]``: the log's length at budget B."""
     task = auto.SearchTask(func=func, args=args, target="llvm")
     log = os.path.join(tempfile.mkdtemp(prefix="bench_tune_"), f"{func}_{seed}.json")
-    opts = auto.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round,
-                              verbose=0, measure_callbacks=[auto.RecordToFile(log)])
     policy = auto.SketchPolicy(task, make_model(model, seed), seed=seed, verbose=0)
-    stats = task.tune(opts, policy)
-    return {"task": task, "log": log, "trials": stats.trials, "errors": stats.errors,
-            "wall_s": stats.wall_seconds, "candidates_per_s": stats.trials / stats.wall_seconds,
-            "overhead_share": stats.overhead_share}
+    cuts: dict = {}
+    trials = errors = 0
+    wall = busy = 0.0
+    for b in sorted(budgets):
+        opts = auto.TuningOptions(num_measure_trials=b - trials,
+                                  num_measures_per_round=per_round, verbose=0,
+                                  retime_top_k=retime_k,
+                                  measure_callbacks=[auto.RecordToFile(log)])
+        stats = task.tune(opts, policy)
+        trials, errors = trials + stats.trials, errors + stats.errors
+        wall += stats.wall_seconds
+        busy += stats.build_seconds + stats.run_seconds
+        cuts[b] = sum(1 for _ in load_records(log))
+    return {"task": task, "log": log, "cuts": cuts, "trials": trials, "errors": errors,
+            "wall_s": wall, "candidates_per_s": trials / wall,
+            "overhead_share": max(0.0, wall - busy) / wall}
 
 
-def best_within(task, log: str, budget: int):
-    """(State, logged cost) of the cheapest valid record among the first ``budget``."""
-    recs = list(load_records(log))[:budget]
-    valid = [r for r in recs if r.is_valid]
-    if not valid:
+def best_within(task, log: str, n_records: int):
+    """(State, logged cost) of the best state among the first ``n_records`` records, by
+    ``tune``'s ranking (re-timed states by their median first, then by cost)."""
+    recs = [r for r in list(load_records(log))[:n_records] if r.is_valid]
+    if not recs:
         return None, float("inf")
-    rec = min(valid, key=lambda r: r.mean_cost)
+    rec = rank_records(recs)[0]
     return serialize.state_from_record(task, rec), rec.mean_cost
 
 
@@ -142,7 +157,8 @@ def retime_run(name: str, args, run: dict, budgets) -> None:
     flops = task.compute_dag.flop_ct
     states, logged = {}, {}
     for b in budgets:
-        st, cost = best_within(task, run["log"], b)
+        cuts = run.get("cuts", {})       # int keys, or str keys once read from JSON
+        st, cost = best_within(task, run["log"], cuts.get(b, cuts.get(str(b), b)))
         logged[b] = flops / cost / 1e9 if cost < float("inf") else 0.0
         if st is not None:
             states[b] = st
@@ -171,7 +187,7 @@ def run_workload(spec: str, ns) -> dict:
     flops = None
     per_seed = []
     for seed in ns.seeds:
-        r = tune_once(name, args, ns.model, max(ns.trials), seed, ns.per_round)
+        r = tune_once(name, args, ns.model, ns.trials, seed, ns.per_round, ns.retime_k)
         task = r.pop("task")
         flops = task.compute_dag.flop_ct
         retime_run(name, args, r, ns.trials)
@@ -238,6 +254,9 @@ def main(argv=None) -> int:
     p.add_argument("--trials", type=int, nargs="+", default=[64, 200])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--per-round", type=int, default=64)
+    p.add_argument("--retime-k", type=int, default=4, metavar="K",
+                   help="at each budget re-time the best K states and the default's "
+                        "(as tune's --retime; 0: the plain minimum, as TVM)")
     p.add_argument("--json", default="results/bench_tune.json")
     p.add_argument("--retime", metavar="JSON",
                    help="only re-time the runs of an earlier JSON from their logs")

@@ -70,6 +70,9 @@ def parse_args(argv=None):
     p.add_argument("--num-cores", type=int, default=None,
                    help="threads of both sides (default: our host target's num_cores)")
     p.add_argument("--per-iter", type=int, default=64, help="MetaSchedule num_trials_per_iter")
+    p.add_argument("--retime-k", type=int, default=4, metavar="K",
+                   help="ours: end as `tune` does, re-timing the best K states and the "
+                        "default's twice more (not trials); 0: the plain minimum")
     p.add_argument("--number", type=int, default=10, help="runs per timing repeat (minimum)")
     p.add_argument("--repeat", type=int, default=10, help="timing repeats (median taken)")
     p.add_argument("--min-repeat-ms", type=int, default=50)
@@ -152,6 +155,7 @@ def tune_ours(ns, name: str, log: str):
     func, args = SPECS[name]
     task = auto.SearchTask(func=func, args=args, target="llvm")
     opts = auto.TuningOptions(num_measure_trials=ns.trials, verbose=0,
+                              retime_top_k=ns.retime_k,
                               measure_callbacks=[auto.RecordToFile(log)])
     policy = auto.SketchPolicy(task, auto.XGBModel(seed=ns.seed), seed=ns.seed, verbose=0)
     t0 = time.perf_counter()
