@@ -32,7 +32,7 @@ import numpy as np
 
 import autosched as auto
 from autosched import catalog
-from autosched.cli import _best_kernel
+from autosched.cli import _arrays, _best_kernel
 from autosched.cost_model import PRIOR_BUILTIN, RandomModel, XGBModel
 from autosched.steps import serialize
 from autosched.tuning import rank_records
@@ -134,7 +134,8 @@ def retime(name: str, task, states: dict) -> dict:
     """Seconds of each budget's best state, the default schedule and numpy (interleaved)."""
     tensors = task.compute_dag.tensors
     rng = np.random.default_rng(0)
-    arrays = [rng.random([int(d.value) for d in t.shape]).astype(t.dtype) for t in tensors]
+    # 64-byte aligned, as the tuner measures and a relay build runs (cli._arrays)
+    arrays = _arrays(tensors, rng)
     entry = catalog.BUILTIN[name]
     sch = getattr(topi.x86, entry.schedule)(tensors[-1])
     default = build(sch, tensors, name="default")

@@ -167,14 +167,16 @@ def time_ours(ns, name: str, task, log: str) -> dict:
     """Rebuild the best record as it was measured, check it against numpy and time it."""
     from autosched.cli import _best_kernel
     from autosched.tuning import best_state
+    from compiler.runtime import as_aligned
 
     state, _ = best_state(task, log)
     rng = np.random.default_rng(0)
     tensors = task.compute_dag.tensors
-    arrays = [rng.uniform(-1, 1, [int(d.value) for d in t.shape]).astype(t.dtype)
+    # 64-byte aligned, as TVM's NDArrays (and the arrays our tuner measures with)
+    arrays = [as_aligned(rng.uniform(-1, 1, [int(d.value) for d in t.shape]).astype(t.dtype))
               for t in tensors[:-1]]
     expect = (shared.conv2d_ref if name == "conv2d" else shared.dense_ref)(*arrays)
-    arrays.append(np.zeros(expect.shape, tensors[-1].dtype))
+    arrays.append(as_aligned(np.zeros(expect.shape, tensors[-1].dtype)))
     mod, ins = _best_kernel(task, state, arrays)
     mod(*ins)
     rel_err = float(np.abs(ins[-1] - expect).max() / np.abs(expect).max())

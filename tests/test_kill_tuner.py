@@ -92,3 +92,28 @@ def test_kill_9_keeps_the_log_and_leaves_no_worker(tmp_path):
     assert len(records) == counts[-1] + 8
     steps = [r.input.steps for r in records]
     assert len(set(steps)) == len(steps), "a state was measured twice"
+
+
+_OWNER = """
+import time
+from autosched.measure.workers import WorkerPool
+pool = WorkerPool(1, name="orphan-test")
+pool.map(time.sleep, [(0.01,)], timeout=30)      # the worker is up
+print("ready", flush=True)
+pool.map(time.sleep, [(120,)], timeout=300)      # a job far longer than the test
+"""
+
+
+def test_a_busy_worker_exits_soon_after_its_tuner_is_killed():
+    proc = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    time.sleep(0.5)                               # the long job is running
+    family = descendants(proc.pid)
+    assert family
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(10)
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in family) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in family if alive(p)], "a busy worker outlived its tuner"

@@ -27,6 +27,7 @@ Invariants:
   worker can never hand a stale answer to the next job (on any exception escaping
   ``map``, e.g. Ctrl-C, every busy worker is killed before re-raising);
 - workers ignore SIGINT (Ctrl-C reaches the whole process group): the parent decides;
+- a worker exits within a second of its tuner's death, even mid-job (``_watch_owner``);
 - workers are recycled after ``max_jobs_per_worker`` jobs (llvmlite leaks ~75 KB per
   compile); outcomes come back in job order;
 """
@@ -41,6 +42,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 import types
@@ -103,10 +105,30 @@ def _die_with_parent() -> None:
         os._exit(0)
 
 
-def _serve(conn) -> None:
+def _watch_owner(owner: int) -> None:
+    """Exit when the tuner that owns this worker is gone, even in the middle of a job.
+
+    The fork server outlives the tuner while any worker lives (every worker holds its
+    keep-alive pipe), and a worker only reads its pipe's EOF between jobs, so a worker
+    busy in a long compile or a slow kernel (whose timeout the dead tuner no longer
+    enforces) kept a core busy for minutes after the tuner was killed."""
+    while True:
+        time.sleep(0.5)
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            os._exit(0)
+        except PermissionError:
+            pass
+
+
+def _serve(conn, owner: int | None = None) -> None:
     """Worker main loop: receive ``(fn, args)``, send ``("ok", result)`` or an error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
+    if owner is not None:
+        threading.Thread(target=_watch_owner, args=(owner,), daemon=True,
+                         name="owner-watch").start()
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -159,7 +181,8 @@ class _Worker:
 
     def start(self, startup_timeout: float) -> None:
         parent_end, child_end = _CTX.Pipe(duplex=True)
-        self.proc = _CTX.Process(target=_serve, args=(child_end,), name=self.name, daemon=True)
+        self.proc = _CTX.Process(target=_serve, args=(child_end, os.getpid()), name=self.name,
+                                 daemon=True)
         try:
             with _main_hidden():
                 self.proc.start()
