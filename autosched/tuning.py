@@ -226,7 +226,9 @@ def best_state(task, log: str, include_compatible: bool = True):
     A state measured several times (re-timed at the end of tuning) costs the median of
     its records; the returned record is its cheapest."""
     mode = "compatible" if include_compatible else "exact"
-    records = rank_records([r for r in matching_records(log, task, mode) if r.is_valid])
+    dflt = default_state(task)
+    records = rank_records([r for r in matching_records(log, task, mode) if r.is_valid],
+                           prefer=None if dflt is None else default_steps_repr(dflt))
     for rec in records:
         try:
             return serialize.state_from_record(task, rec), rec
@@ -238,20 +240,45 @@ def best_state(task, log: str, include_compatible: bool = True):
                          + (f" ({len(records)} valid ones do not replay)" if records else ""))
 
 
-def rank_records(records) -> list:
+# a tuned state must beat the default schedule's state by this share to replace it
+PREFER_MARGIN = 0.03
+
+
+def _frozen(x):
+    return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+def default_steps_repr(state) -> str:
+    """How ``rank_records`` names a state's steps: ``repr`` of a logged record's steps
+    (nested tuples, as the record reader makes them)."""
+    return repr(tuple(_frozen(s.to_record()) for s in state.transform_steps))
+
+
+def rank_records(records, prefer=None) -> list:
     """One record per distinct step list (its cheapest), best first.
 
     States are ordered by the median cost of their records, and a state re-timed at the
     end of tuning (3 or more records) ranks before states measured once or twice: the
     re-timing compared the best few side by side, while a single figure may come from a
     faster moment of a drifting machine (here the same kernel measures up to 30% apart
-    minutes apart).  A log without re-timing ranks by cost, as TVM's."""
+    minutes apart).  A log without re-timing ranks by cost, as TVM's.
+
+    ``prefer`` (the default schedule's step list, as ``repr(steps)``) goes first when it
+    was re-timed as often as the best and is within ``PREFER_MARGIN`` of it: a tuned
+    schedule replaces the default only when it is measurably faster, not by the noise
+    of a few measurements."""
     groups: dict = {}
     for r in records:
         groups.setdefault(repr(r.input.steps), []).append(r)
-    keyed = [((-min(len(g), 3), statistics.median(x.mean_cost for x in g)),
-              min(g, key=lambda x: x.mean_cost)) for g in groups.values()]
-    return [r for _, r in sorted(keyed, key=lambda kr: kr[0])]
+    keyed = [((-min(len(g), 3), statistics.median(x.mean_cost for x in g)), k,
+              min(g, key=lambda x: x.mean_cost)) for k, g in groups.items()]
+    keyed.sort(key=lambda t: t[0])
+    pos = next((i for i, t in enumerate(keyed) if t[1] == prefer), None)
+    if pos:
+        (tier, best), (ptier, pcost) = keyed[0][0], keyed[pos][0]
+        if ptier == tier and pcost <= best * (1 + PREFER_MARGIN):
+            keyed.insert(0, keyed.pop(pos))
+    return [r for _, _, r in keyed]
 
 
 def apply_best(task, log: str, layout_rewrite=0, include_compatible: bool = True):

@@ -34,8 +34,9 @@ import autosched as auto
 from autosched import catalog
 from autosched.cli import _arrays, _best_kernel
 from autosched.cost_model import PRIOR_BUILTIN, RandomModel, XGBModel
+from autosched.default_state import default_state
 from autosched.steps import serialize
-from autosched.tuning import rank_records
+from autosched.tuning import default_steps_repr, rank_records
 from compiler import build, topi
 from records import load_records
 
@@ -97,7 +98,8 @@ def best_within(task, log: str, n_records: int):
     recs = [r for r in list(load_records(log))[:n_records] if r.is_valid]
     if not recs:
         return None, float("inf")
-    rec = rank_records(recs)[0]
+    dflt = default_state(task)
+    rec = rank_records(recs, None if dflt is None else default_steps_repr(dflt))[0]
     return serialize.state_from_record(task, rec), rec.mean_cost
 
 

@@ -20,7 +20,7 @@ from autosched import catalog  # noqa: F401  (registers the built-in workloads)
 from autosched.default_state import default_state
 from autosched.measure.measurer import BuildResult
 from autosched.steps import serialize
-from autosched.tuning import best_state, preload, rank_records
+from autosched.tuning import best_state, default_steps_repr, preload, rank_records
 from compiler import te
 from records import MeasureInputRecord, Record, load_records, save_records
 from records import load_best_record as load_best_raw
@@ -340,4 +340,23 @@ def test_retimed_states_rank_before_states_measured_once():
     # measured once at 1 ms vs re-timed with a 2 ms median: the re-timed one ranks first
     assert [repr(r.input.steps) for r in rank_records(recs)] == \
         [repr(recs[1].input.steps), repr(recs[0].input.steps)]
+
+
+def test_the_default_state_wins_a_tie_within_the_margin():
+    task = make_task()
+    a, b = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0,
+                             verbose=0).sample_initial_population(2)
+
+    def recs(state, costs):
+        return [serialize.encode_record(auto.MeasureInput(task, state),
+                                        auto.MeasureResult([c], 0, "", 0.0, 1.0))
+                for c in costs]
+
+    tuned, dflt = recs(a, [1.00e-3] * 3), recs(b, [1.02e-3] * 3)
+    pref = default_steps_repr(b)
+    assert rank_records(tuned + dflt, prefer=pref)[0] is dflt[0]        # 2% slower: kept
+    slower = recs(b, [1.05e-3] * 3)
+    assert rank_records(tuned + slower, prefer=pref)[0] is tuned[0]     # 5% slower: replaced
+    once = recs(b, [1.01e-3])
+    assert rank_records(tuned + once, prefer=pref)[0] is tuned[0]       # not re-timed
 
