@@ -23,10 +23,6 @@ from .steps.printing import PyNames, unique_names
 from .steps.registry import apply_step, apply_to_schedule, check_state
 
 
-def _freeze(x):
-    return tuple(_freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
 class ComputeDAG:
     def __init__(self, tensors):
         if isinstance(tensors, Tensor):
@@ -78,7 +74,7 @@ class ComputeDAG:
         With ``readonly`` the schedule may come from a cache keyed by the step records and
         must not be modified (dataflow steps use this to read back new stages).
         """
-        key = tuple(_freeze(s.to_record()) for s in steps) if readonly else None
+        key = tuple(S.freeze(s.to_record()) for s in steps) if readonly else None
         if readonly:
             hit = self._replay_cache.get(key)
             if hit is not None:

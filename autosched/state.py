@@ -26,6 +26,12 @@ ANN_NAMES = {ANN_NONE: "for", ANN_UNROLL: "unroll", ANN_VECTORIZE: "vectorize",
 ROOT, INLINED, ITER = 0, 1, 2
 
 
+def freeze(x):
+    """A record's nested lists as nested tuples (hashable, and ``repr``-equal to what
+    the record reader makes of a logged step)."""
+    return tuple(freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
 def replace(obj, **changes):
     """``dataclasses.replace`` for the frozen Iterator and StageState, without running
     ``__init__`` (the search makes ~10^5 of these per round; the generic one was a tenth

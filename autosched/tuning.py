@@ -33,6 +33,7 @@ from .measure.measurer import (
 from .measure.runner import LocalRunner
 from .search.callbacks import PreloadMeasuredStates, matching_records, preload
 from .search.policy import SketchPolicy
+from .state import freeze
 from .steps import serialize
 
 __all__ = ["TuningOptions", "TuneStats", "tune", "matching_records", "preload",
@@ -244,14 +245,10 @@ def best_state(task, log: str, include_compatible: bool = True):
 PREFER_MARGIN = 0.03
 
 
-def _frozen(x):
-    return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
 def default_steps_repr(state) -> str:
     """How ``rank_records`` names a state's steps: ``repr`` of a logged record's steps
     (nested tuples, as the record reader makes them)."""
-    return repr(tuple(_frozen(s.to_record()) for s in state.transform_steps))
+    return repr(tuple(freeze(s.to_record()) for s in state.transform_steps))
 
 
 def rank_records(records, prefer=None) -> list:

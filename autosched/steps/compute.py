@@ -198,11 +198,7 @@ def _dataflow_key(state, step) -> tuple:
     in them (every tile-size mutation) share one te replay and hence the same ops."""
     st = state.stages[step.stage_id]
     loops = (st.compute_at, tuple((it.name, it.extent, it.kind) for it in st.iters))
-    return state.dataflow_key + ((step.CODE, tuple(map(_freeze, step.to_record())), loops),)
-
-
-def _freeze(x):
-    return tuple(_freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
+    return state.dataflow_key + ((step.CODE, S.freeze(step.to_record()), loops),)
 
 
 def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
