@@ -60,6 +60,13 @@ def tune(log, trials: int):
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def assert_all_exit(family, seconds: float, message: str) -> None:
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in family) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in family if alive(p)], message
+
+
 def lines(log) -> list:
     return list(load_records(log, strict=True)) if os.path.exists(log) else []
 
@@ -79,10 +86,7 @@ def test_kill_9_keeps_the_log_and_leaves_no_worker(tmp_path):
         assert family, "the tuner started no worker"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 10
-        while any(alive(p) for p in family) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not [p for p in family if alive(p)], "workers outlived the killed tuner"
+        assert_all_exit(family, 10, "workers outlived the killed tuner")
         counts.append(len(lines(log)))          # strict: every line parses
     assert counts[0] > 0 and counts == sorted(counts)
     # the resumed run preloads everything and measures new states only
@@ -113,7 +117,4 @@ def test_a_busy_worker_exits_soon_after_its_tuner_is_killed():
     assert family
     proc.send_signal(signal.SIGTERM)
     proc.wait(10)
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in family) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in family if alive(p)], "a busy worker outlived its tuner"
+    assert_all_exit(family, 5, "a busy worker outlived its tuner")
