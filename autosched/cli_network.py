@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import statistics
 import sys
 import time
 
@@ -25,6 +26,7 @@ import numpy as np
 from records import load_records
 
 from .cost_model.xgb_model import prior_from_text
+from .default_state import default_state
 from .dispatch import read_default_costs
 from .errors import AutoSchedError
 from .measure.measurer import RecordToFile
@@ -38,7 +40,7 @@ from .network import (
 from .relay_integration import extract_tasks, write_task_table
 from .task_scheduler import TaskScheduler
 from .task_scheduler_callbacks import TaskSchedulerCallback, format_table
-from .tuning import TuningOptions
+from .tuning import TuningOptions, default_steps_repr, rank_records
 
 __all__ = ["run_network"]
 
@@ -79,12 +81,25 @@ def _estimate(tasks, weights, best: list) -> float:
 
 
 def log_best_costs(tasks, log: str) -> list:
-    """Each task's best mean cost in ``log`` (inf without a valid record)."""
-    best = {t.workload_key: math.inf for t in tasks}
+    """Per task, the cost of the state a build with ``log`` uses (``rank_records``, as
+    ``ApplyHistoryBest``): the median of its records when it was re-timed side by side,
+    else its cheapest record; inf without a valid record."""
+    recs: dict = {t.workload_key: [] for t in tasks}
     for rec in load_records(log, on_error=lambda err: None):
-        if rec.is_valid and rec.workload_key in best:
-            best[rec.workload_key] = min(best[rec.workload_key], rec.mean_cost)
-    return [best[t.workload_key] for t in tasks]
+        if rec.is_valid and rec.workload_key in recs:
+            recs[rec.workload_key].append(rec)
+    out = []
+    for t in tasks:
+        dflt = default_state(t)
+        ranked = rank_records(recs[t.workload_key],
+                              prefer=None if dflt is None else default_steps_repr(dflt))
+        if not ranked:
+            out.append(math.inf)
+            continue
+        costs = [r.mean_cost for r in recs[t.workload_key]
+                 if r.input.steps == ranked[0].input.steps]
+        out.append(statistics.median(costs) if len(costs) >= 3 else min(costs))
+    return out
 
 
 def run_network(ns, make_measurers) -> int:
@@ -131,7 +146,8 @@ def _tune(ns, tasks, weights, log, make_measurers):
     before = _estimate(tasks, weights, log_best_costs(tasks, log)) if resume else math.inf
     opts = TuningOptions(num_measure_trials=ns.trials, num_measures_per_round=ns.per_round,
                          early_stopping=ns.early_stopping, verbose=0, builder=builder,
-                         runner=runner, measure_callbacks=[RecordToFile(log)])
+                         runner=runner, measure_callbacks=[RecordToFile(log)],
+                         retime_top_k=ns.retime)
     policy = "sketch.random" if ns.model == "random" else "default"
     t0 = time.perf_counter()
     try:

@@ -14,15 +14,20 @@ group as a fallback).
 Invariants: reading a log never executes anything from it (records are data; steps are
 decoded by the step registry); a record that no longer replays (the workload changed,
 or a step is invalid) is skipped with a warning and the next best is tried, never an
-exception; when the log has a task table with the default schedules' costs
-(``LOG.tasks.json``), records slower than the default are not used, so a build with the
-log is never slower than one without it; targets match by kind and CPU (``-num-cores``
-and ``-keys`` may differ, as in TVM logs), records of the exact target string first;
-the best ``top_k`` valid records per key are kept, so memory stays bounded for big logs.
+exception; states rank as ``tuning.rank_records`` ranks them (``apply_best`` picks
+the same state): a state re-timed side by side at the end of tuning by the median of its
+records, and the default schedule's own state keeps first place unless a tuned state
+beat it by ``PREFER_MARGIN`` (then the group is built with the default schedule); for
+logs without the default's state, the task table (``LOG.tasks.json``) is the floor:
+records slower than the default are not used.  So a build with the log is never slower
+than one without it, as far as the log can tell.  Targets match by kind and CPU
+(``-num-cores`` and ``-keys`` may differ, as in TVM logs), records of the exact target
+string first.  Memory stays bounded for big logs: per key, the re-timed states and the
+cheapest others are kept, each with its few cheapest records.
 """
 from __future__ import annotations
 
-import heapq
+import bisect
 import json
 import logging
 import math
@@ -34,14 +39,18 @@ from compiler.target import parse_target
 from records import Record, load_records, target_matches
 
 from .compute_dag import ComputeDAG
+from .default_state import default_state
 from .layout_rewrite import LayoutRewriteOption, replay_rewritten
 from .steps import serialize
 from .steps.registry import check_state
 from .task import SearchTask
+from .tuning import default_steps_repr, rank_records
 
 __all__ = ["ApplyHistoryBest", "DispatchContext"]
 
-_TOP_K = 4
+_PER_STATE = 7       # records kept per state (its cheapest): enough for a median
+_MAX_STATES = 256    # states per workload key before pruning to ...
+_KEEP_STATES = 32    # ... the re-timed ones and this many of the cheapest others
 _log = logging.getLogger("autosched")
 
 
@@ -102,7 +111,8 @@ class ApplyHistoryBest(DispatchContext):
     def __init__(self, records, n_lines: int | None = None, include_compatible: bool = True,
                  default_floor: bool = True):
         self.include_compatible = include_compatible
-        self._best: dict = {}          # workload key -> heap of (-cost, n, Record), top k
+        # workload key -> {repr of the steps: that state's records, cheapest first}
+        self._groups: dict = {}
         self._n = 0
         self.queries = self.hits = self.stale = self.default_faster = 0
         # workload key -> seconds of the default schedule, from LOG.tasks.json
@@ -133,37 +143,44 @@ class ApplyHistoryBest(DispatchContext):
         if not rec.is_valid:
             return
         self._n += 1
-        heap = self._best.setdefault(rec.workload_key, [])
-        item = (-rec.mean_cost, -self._n, rec)       # earliest record wins ties
-        if len(heap) < _TOP_K:
-            heapq.heappush(heap, item)
-        elif item > heap[0]:
-            heapq.heapreplace(heap, item)
+        groups = self._groups.setdefault(rec.workload_key, {})
+        group = groups.setdefault(repr(rec.input.steps), [])
+        bisect.insort(group, rec, key=lambda r: r.mean_cost)   # ties: the earliest first
+        del group[_PER_STATE:]
+        if len(groups) > _MAX_STATES:
+            _prune(groups)
 
     @property
     def workload_keys(self) -> list:
-        return list(self._best)
+        return list(self._groups)
 
-    def candidates(self, target, workload_key: str) -> list:
-        """Valid records for the key that may serve ``target``, best first (records of
-        the exact target string before merely compatible ones on equal cost)."""
+    def candidates(self, target, workload_key: str, prefer: str | None = None) -> list:
+        """Valid records for the key that may serve ``target``, one per state, best first
+        (``tuning.rank_records``: states re-timed side by side by their median, then the
+        rest by cost; ``prefer``, the default schedule's steps, keeps first place unless
+        beaten by a margin).  Records of the exact target string come before merely
+        compatible ones of the same state."""
         tgt = parse_target(target)
         text = str(tgt).split()
-        recs = [r for _, _, r in sorted(self._best.get(workload_key, []), reverse=True)]
+        recs = [r for g in self._groups.get(workload_key, {}).values() for r in g]
         exact = [r for r in recs if r.target.split() == text]
-        if not self.include_compatible:
-            return exact
-        other = [r for r in recs if r.target.split() != text
-                 and target_matches(r.target, str(tgt), "compatible")]
-        return sorted(exact + other, key=lambda r: r.mean_cost)
+        if self.include_compatible:
+            exact += [r for r in recs if r.target.split() != text
+                      and target_matches(r.target, str(tgt), "compatible")]
+        return rank_records(exact, prefer=prefer)
 
-    def _beats_default(self, workload_key: str, recs: list) -> list:
-        """The records faster than the default schedule (all of them when its cost is
-        unknown): a build with the log must never be slower than one without it."""
-        floor = self.default_costs.get(workload_key)
-        if floor is None or not recs:
+    def _beats_default(self, workload_key: str, recs: list, prefer: str | None) -> list:
+        """The records to try, or [] when the default schedule should be built: it ranks
+        first after re-timing side by side, or (logs without its state) the task table
+        says it is faster than every record.  A build with the log must never be slower
+        than one without it."""
+        if not recs:
             return recs
-        kept = [r for r in recs if r.mean_cost < floor]
+        if prefer is not None and any(repr(r.input.steps) == prefer for r in recs):
+            kept = recs if repr(recs[0].input.steps) != prefer else []
+        else:
+            floor = self.default_costs.get(workload_key)
+            kept = recs if floor is None else [r for r in recs if r.mean_cost < floor]
         if not kept:
             self.default_faster += 1
         return kept
@@ -186,11 +203,16 @@ class ApplyHistoryBest(DispatchContext):
 
     def _replay_best(self, target, workload_key, tensors, const_inputs, rewrite):
         self.queries += 1
-        recs = self._beats_default(workload_key, self.candidates(target, workload_key))
-        if not recs:
+        if workload_key not in self._groups:
             return None
         dag = ComputeDAG(list(tensors))
         task = SearchTask(workload_key=workload_key, compute_dag=dag, target=target)
+        dflt = default_state(task)
+        prefer = None if dflt is None else default_steps_repr(dflt)
+        recs = self._beats_default(workload_key, self.candidates(target, workload_key, prefer),
+                                   prefer)
+        if not recs:
+            return None
         for rec in recs:
             try:
                 state = serialize.state_from_record(task, rec)
@@ -218,4 +240,14 @@ class ApplyHistoryBest(DispatchContext):
                       self.hits, self.default_faster)
 
     def __repr__(self) -> str:
-        return f"ApplyHistoryBest({len(self._best)} workloads, {self._n} valid records)"
+        return f"ApplyHistoryBest({len(self._groups)} workloads, {self._n} valid records)"
+
+
+def _prune(groups: dict) -> None:
+    """Keep the states re-timed side by side (3+ records) and the ``_KEEP_STATES``
+    cheapest others: memory stays bounded for big logs and no candidate that
+    ``rank_records`` could put first is lost."""
+    others = sorted((k for k, g in groups.items() if len(g) < 3),
+                    key=lambda k: groups[k][0].mean_cost)
+    for k in others[_KEEP_STATES:]:
+        del groups[k]

@@ -29,7 +29,12 @@ Invariants:
   ``extract_tasks``) have it timed once by the tuner's runner before the first round:
   ``default_costs``, reported beside the bests; the estimated latency counts the better
   of the two per task (what a build with the log runs), while the gradient follows the
-  tuned costs alone (a task still slower than its default has the most to gain).
+  tuned costs alone (a task still slower than its default has the most to gain);
+- with ``TuningOptions.retime_top_k`` (``tune --network`` turns it on), each task's best
+  states and its default schedule's state are re-timed side by side after the last
+  round (``tuning.retime_states``; ``retimed`` counts those measurements, which are not
+  trials) and ``best_costs`` become the lowest medians: ``ApplyHistoryBest`` ranks by
+  the same records, so the build never takes a state that only looked faster.
 Callbacks (progress table, latency log) live in ``task_scheduler_callbacks``.
 """
 from __future__ import annotations
@@ -61,7 +66,7 @@ from .task_scheduler_callbacks import (
     PrintTableInfo,
     TaskSchedulerCallback,
 )
-from .tuning import TuningOptions, _close, preload
+from .tuning import TuningOptions, _close, preload, retime_states
 
 __all__ = ["TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "GradientParams", "derive_similarity_tag"]
@@ -191,6 +196,7 @@ class TaskScheduler:
         self.dead_tasks: set = set()
         self.history: list = []              # (trials, estimated latency s) after each round
         self.preloaded = [0] * n             # records preloaded into each task's policy
+        self.retimed = 0                     # end-of-tuning measurements (not trials)
         self._no_gain = [0] * n              # trials since the task last improved
         self._restored = False
         self.tune_option: TuningOptions | None = None
@@ -267,6 +273,8 @@ class TaskScheduler:
             if not any(math.isfinite(d) for d in self.default_costs):
                 self.default_costs = measure_default_costs(self.tasks, runner)
             self._run(tune_option)
+            if tune_option.retime_top_k and tune_option.retime_rounds and not self.stop_reason:
+                self._retime(tune_option)
             # once more at the end (the lowest stands): a floor inflated by a noisy start
             # would let slower records into builds
             if any(math.isfinite(d) for d in self.default_costs) and not self.stop_reason:
@@ -275,6 +283,29 @@ class TaskScheduler:
         finally:
             # builder and runner, even when the measurer refused them (e.g. a bad callback)
             _close(SimpleNamespace(builder=builder, runner=runner))
+
+    def _retime(self, opts: TuningOptions) -> None:
+        """Per task, re-time its ``retime_top_k`` best states and its default schedule's
+        state side by side (``tuning.retime_states``); ``best_costs`` become the lowest
+        medians.  The records go to the log, so ``ApplyHistoryBest`` ranks by them."""
+        assert self.measurer is not None
+        for i, (task, policy) in enumerate(zip(self.tasks, self.search_policies)):
+            if not getattr(policy, "measured", None):
+                continue                    # a custom policy, or nothing measured
+            try:
+                best, n = retime_states(task, policy, self.measurer, opts.retime_top_k,
+                                        opts.retime_rounds)
+            except (ClusterError, TuningStopped) as err:
+                warnings.warn(f"re-timing the best states stopped: {err}", stacklevel=3)
+                return
+            self.retimed += n
+            if math.isfinite(best):
+                self.best_costs[i] = best
+        self.cur_score = self._score(self.best_costs)
+        if opts.verbose >= 1:
+            print(f"TaskScheduler: re-timed the best states of {len(self.tasks)} tasks "
+                  f"({self.retimed} measurements, not counted as trials); estimated "
+                  f"latency {self.estimated_latency * 1e3:.3f} ms", flush=True)
 
     def _make_policies(self, search_policy, search_policy_params) -> list:
         n = len(self.tasks)

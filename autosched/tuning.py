@@ -37,7 +37,8 @@ from .state import freeze
 from .steps import serialize
 
 __all__ = ["TuningOptions", "TuneStats", "tune", "matching_records", "preload",
-           "best_state", "apply_best", "print_best", "PRINT_MODES"]
+           "retime_states", "rank_records", "best_state", "apply_best", "print_best",
+           "PRINT_MODES"]
 
 PRINT_MODES = ("schedule",)   # TVM also has "cuda": refused, this compiler targets CPUs
 
@@ -156,17 +157,33 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
 
 
 def _retime_best(task, policy, measurer, options: TuningOptions, stats: TuneStats) -> None:
-    """Measure the ``retime_top_k`` best states ``retime_rounds`` more times, all of them
-    per round, and make ``stats.best_cost`` the lowest median.
+    """Re-time the best states (``retime_states``) and make ``stats.best_cost`` the
+    lowest median."""
+    try:
+        best, n = retime_states(task, policy, measurer, options.retime_top_k,
+                                options.retime_rounds)
+    except (ClusterError, TuningStopped) as err:
+        warnings.warn(f"re-timing the best states stopped: {err}", stacklevel=2)
+        return
+    stats.retimed += n
+    if math.isfinite(best):
+        stats.best_cost = best
+
+
+def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
+    """Measure the ``top_k`` best states of ``policy`` and the default schedule's state
+    ``rounds`` more times, all of them per round; returns (lowest median cost, number of
+    measurements), the cost inf when fewer than two states qualify (nothing measured).
 
     A logged best is the best of many noisy measurements, so it is optimistic, and the
     state with the lowest single figure is often not the fastest.  The measurements are
-    logged like any other (records of the same steps), and ``best_state`` ranks a state
-    by the median of all its records, so ``apply_best`` picks by the same rule."""
+    logged like any other (records of the same steps), and ``rank_records`` ranks a state
+    by the median of all its records, so ``apply_best`` and ``ApplyHistoryBest`` pick by
+    the same rule.  Measurement errors (ClusterError, TuningStopped) propagate."""
     ranked: dict = {}
     for cost, st in sorted(policy.measured, key=lambda x: x[0]):
         ranked.setdefault(str(st), (st, [cost]))
-        if len(ranked) == options.retime_top_k:
+        if len(ranked) == top_k:
             break
     # the default schedule's state competes too: the answer is never a state that only
     # looked faster than the default because it was measured at a faster moment
@@ -175,18 +192,16 @@ def _retime_best(task, policy, measurer, options: TuningOptions, stats: TuneStat
         cost = next((c for c, st in policy.measured if str(st) == str(dflt)), None)
         if cost is not None:
             ranked[str(dflt)] = (dflt, [cost])
-    if len(ranked) < 2:
-        return
+    if len(ranked) < 2 or not rounds:
+        return math.inf, 0
     inputs = [MeasureInput(task, st) for st, _ in ranked.values()]
-    try:
-        for _ in range(options.retime_rounds):
-            for inp, res in zip(inputs, measurer.measure(task, policy, inputs)):
-                stats.retimed += 1
-                if res.error_no == 0 and res.costs:
-                    ranked[str(inp.state)][1].append(sum(res.costs) / len(res.costs))
-    except (ClusterError, TuningStopped) as err:
-        warnings.warn(f"re-timing the best states stopped: {err}", stacklevel=2)
-    stats.best_cost = min(statistics.median(costs) for _, costs in ranked.values())
+    n = 0
+    for _ in range(rounds):
+        for inp, res in zip(inputs, measurer.measure(task, policy, inputs)):
+            n += 1
+            if res.error_no == 0 and res.costs:
+                ranked[str(inp.state)][1].append(sum(res.costs) / len(res.costs))
+    return min(statistics.median(costs) for _, costs in ranked.values()), n
 
 
 def _asked_to_preload(policy) -> bool:

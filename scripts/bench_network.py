@@ -6,7 +6,9 @@ onnxruntime, side by side in one run.
 
 Per model (``relay.testing.onnx_models``, seeded weights; the same ONNX file feeds
 onnxruntime and ``from_onnx``): extract the tasks, then per strategy tune from an empty
-log with ``--trials`` trials (XGB cost model, seed 0), recording the estimated
+log with ``--trials`` trials (XGB cost model, seed 0; each task's best states and its
+default schedule's state re-timed side by side at the end, ``--retime``), recording the
+estimated
 end-to-end latency (sum of weight x the better of best tuned and default latency per
 task) every 100 trials; build with
 each log (``ApplyHistoryBest``) and with the default schedules, check every output
@@ -53,7 +55,8 @@ def log_curve(tasks, weights, log: str, defaults: list, step: int) -> list:
     return out
 
 
-def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool) -> dict:
+def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool,
+         retime: int = 4) -> dict:
     if reuse and os.path.exists(log):
         # an earlier run's log: only the default costs are measured again
         print(f"  {strategy}: reusing {log}", flush=True)
@@ -65,12 +68,13 @@ def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool) -> d
             os.remove(log)
         sched = auto.TaskScheduler(tasks, weights, strategy=strategy, seed=0, callbacks=[])
         opts = auto.TuningOptions(num_measure_trials=trials, num_measures_per_round=16,
-                                  verbose=0, measure_callbacks=[auto.RecordToFile(log)])
+                                  verbose=0, measure_callbacks=[auto.RecordToFile(log)],
+                                  retime_top_k=retime)
         t0 = time.perf_counter()
         sched.tune(opts)
         defaults = list(sched.default_costs)
         row = {"trials": sched.ct, "wall_s": round(time.perf_counter() - t0, 1),
-               "rounds_per_task": list(sched.task_cts)}
+               "rounds_per_task": list(sched.task_cts), "retimed": sched.retimed}
     write_task_table(tasks, weights, log + ".tasks.json", defaults)
     best = log_best_costs(tasks, log)
     row["curve_ms_per_100"] = log_curve(tasks, weights, log, defaults, 100)
@@ -97,7 +101,7 @@ def bench(name: str, args) -> dict:
     for strategy in args.strategies:
         log = os.path.join(args.logdir, f"{name}_{strategy}.json")
         row["strategies"][strategy] = tune(tasks, weights, strategy, args.trials, log,
-                                           args.reuse_logs)
+                                           args.reuse_logs, args.retime)
         lib, secs = _build(mod, params, log)
         row["strategies"][strategy]["build_s"] = round(secs, 2)
         row["strategies"][strategy]["tuned_kernels"] = lib.stats["tuned_groups"]
@@ -128,6 +132,9 @@ def main(argv=None) -> None:
     ap.add_argument("--strategies", nargs="+", default=["gradient", "round-robin"],
                     choices=["gradient", "round-robin"])
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--retime", type=int, default=4, metavar="K",
+                    help="at the end, re-time each task's K best states and its default "
+                         "schedule's state twice more, side by side (0: off)")
     ap.add_argument("--number", type=int, default=10)
     ap.add_argument("--logdir", default="results/network_logs")
     ap.add_argument("--reuse-logs", action="store_true",

@@ -18,6 +18,8 @@ import pytest
 import autosched as auto
 import compiler
 from autosched import catalog
+from autosched import dispatch as D
+from autosched.default_state import default_state
 from autosched.defaults import measure_default_costs
 from autosched.relay_integration import write_task_table
 from autosched.search.init_rules import sample_state
@@ -292,3 +294,55 @@ def test_apply_best_skips_a_cheaper_record_that_does_not_replay(net, tmp_path):
     with pytest.raises(auto.AutoSchedError, match=r"\(1 valid ones do not replay\)"), \
             pytest.warns(UserWarning):
         best_state(tasks[0], str(log))
+
+
+def state_record(task, state, cost) -> Record:
+    return serialize.encode_record(auto.MeasureInput(task, state),
+                                   auto.MeasureResult([cost], 0, "", 0.1, 1.0))
+
+
+@pytest.mark.parametrize("tuned_costs, tuned_used", [
+    ((0.99e-3, 1.01e-3, 1.0e-3), False),    # within PREFER_MARGIN: the default stays
+    ((0.5e-3, 1.3e-3, 1.2e-3), False),      # one lucky figure, slower by its median
+    ((0.8e-3, 0.85e-3, 0.82e-3), True),     # measurably faster side by side
+])
+def test_dispatch_ranks_retimed_states_beside_the_default_state(net, tmp_path, tuned_costs,
+                                                                 tuned_used):
+    """A log re-timed at the end of tuning holds 3 records of the default's own state
+    and of the best tuned state: the build uses the tuned one only when its median is
+    ``PREFER_MARGIN`` faster, else the group keeps its default schedule (counted)."""
+    mod, tasks, x, expected = net
+    task = tasks[0]
+    dflt = default_state(task)
+    assert dflt is not None
+    tuned = sampled_record(task)
+    recs = [state_record(task, dflt, c) for c in (1.0e-3, 1.02e-3, 0.98e-3)]
+    for c in tuned_costs:
+        recs.append(Record(tuned.input, tuned.result.__class__((c,), 0, 0.1, 1.0)))
+    log = tmp_path / "retimed.json"
+    save_records(log, recs)
+    ctx = auto.ApplyHistoryBest(str(log))
+    lib = build(mod, ctx=ctx)
+    assert lib.stats["tuned_groups"] == int(tuned_used)
+    assert ctx.default_faster == int(not tuned_used)
+    # apply_best picks by the same rule
+    state, _ = best_state(task, str(log))
+    assert (str(state) == str(dflt)) is (not tuned_used)
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_dispatch_memory_is_bounded_per_workload(net):
+    """Thousands of records of one key keep the re-timed state and the cheapest few."""
+    _mod, tasks, _x, _expected = net
+    base = sampled_record(tasks[0])
+    inp_cls, res_cls = base.input.__class__, base.result.__class__
+    recs = [Record(inp_cls(base.input.workload_key, base.input.target,
+                           base.input.hardware_params, steps=(("SP", 0, 0, 8, (k,), 1),)),
+                   res_cls((1e-3 + k * 1e-7,), 0, 0.1, 1.0)) for k in range(1, 600)]
+    retimed = [Record(base.input, res_cls((c,), 0, 0.1, 1.0)) for c in (2e-3, 2e-3, 2e-3)]
+    ctx = auto.ApplyHistoryBest(retimed + recs)
+    groups = ctx._groups[base.input.workload_key]
+    assert len(groups) <= D._MAX_STATES
+    assert repr(base.input.steps) in groups             # the re-timed state survives
+    assert repr(recs[0].input.steps) in groups          # and the cheapest other
+    assert ctx.candidates("llvm", base.input.workload_key)[0].input.steps == base.input.steps

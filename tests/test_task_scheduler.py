@@ -13,6 +13,7 @@ import pytest
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers the built-in workloads)
+from autosched.default_state import default_state
 from autosched.measure.dask import ClusterError
 from autosched.measure.measurer import BuildResult, MeasureInput, MeasureResult
 from autosched.steps import serialize
@@ -345,3 +346,33 @@ def test_the_shared_cost_model_gets_the_prior_asked_for(prior, has_prior):
     policies = ts._make_policies("default", SMALL_SEARCH)
     assert policies[0].model is policies[1].model           # one model for all tasks
     assert policies[0].model.has_prior is has_prior
+
+
+def test_retime_measures_the_best_states_and_the_default_state_side_by_side(tmp_path):
+    """With ``retime_top_k`` the scheduler ends as ``tune`` does: per task, the best
+    states and the default schedule's state are measured ``retime_rounds`` more times
+    (not trials), logged, and each task's best cost becomes the lowest median."""
+    log = str(tmp_path / "net.json")
+    tasks = [auto.SearchTask(func="matmul", args=(n, n, n)) for n in (16, 32)]
+    spy = Spy()
+    ts = auto.TaskScheduler(tasks, [1, 2], callbacks=[])
+    ts.tune(auto.TuningOptions(num_measure_trials=8, num_measures_per_round=4, verbose=0,
+                               builder=spy, runner=spy, retime_top_k=2, retime_rounds=2,
+                               measure_callbacks=[auto.RecordToFile(log)]),
+            search_policy="sketch.random", search_policy_params=SMALL_SEARCH)
+    assert ts.ct == 8 and ts.retimed == len(spy.seen) - 8
+    # 2 best + the default's state (measured first in each task's round) per task
+    assert 2 * 2 * 2 <= ts.retimed <= 2 * 3 * 2
+    recs = list(load_records(log))
+    assert len(recs) == 8 + ts.retimed
+    for task, best in zip(tasks, ts.best_costs):
+        by_state: dict = {}
+        for r in recs:
+            if r.input.workload_key == task.workload_key:
+                by_state.setdefault(repr(r.input.steps), []).append(r.mean_cost)
+        retimed = [c for c in by_state.values() if len(c) >= 3]
+        assert len(retimed) >= 2
+        assert best == pytest.approx(min(sorted(c)[len(c) // 2] for c in retimed))
+    # the default's state competes: it is among the re-timed states of each task
+    dflt = [auto.tuning.default_steps_repr(default_state(t)) for t in tasks]
+    assert all(len([r for r in recs if repr(r.input.steps) == d]) >= 3 for d in dflt)
