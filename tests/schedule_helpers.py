@@ -53,3 +53,35 @@ def conv_ref(x, w, pad, stride=1):
             patch = xp[:, :, ry:ry + stride * oh:stride, rx:rx + stride * ow:stride]
             out += np.einsum("nchw,fc->nfhw", patch, w[:, :, ry, rx])
     return out
+
+
+def channel_vectorized_conv(c=16, h=7, vc=8):
+    """NCHW conv3x3 (pad 1) + bias + relu reading a packed [OC/vc, IC, 3, 3, vc] weight,
+    scheduled with a register tile of vc output channels (vectorized) x h output columns
+    (unrolled) per output row: the accumulator's vectorized dim is not its last."""
+    from compiler import topi
+    X = te.placeholder((1, c, h, h), name="data")
+    Wp = te.placeholder((c // vc, c, 3, 3, vc), name="wpack")
+    B = te.placeholder((c,), name="bias")
+    P = topi.nn.pad(X, [0, 0, 1, 1], [0, 0, 1, 1], name="pad")
+    ic = te.reduce_axis((0, c), name="ic")
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    conv = te.compute((1, c, h, h), lambda n, f, y, x: te.sum(
+        P[n, ic, y + ry, x + rx] * Wp[f // vc, ic, ry, rx, f % vc], axis=[ic, ry, rx]),
+        name="conv")
+    out = te.compute((1, c, h, h), lambda n, f, y, x: te.max(
+        conv[n, f, y, x] + B[f], tir.const(0.0, "float32")), name="out")
+    s = te.create_schedule(out.op)
+    n, f, y, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=vc)
+    s[out].reorder(n, fo, y, fi, x)
+    s[out].parallel(fo)
+    s[out].vectorize(x)
+    s[conv].compute_at(s[out], y)
+    cn, cf, cy, cx = s[conv].op.axis
+    s[conv].reorder(cn, ic, ry, rx, cy, cx, cf)
+    s[conv].unroll(cx)
+    s[conv].vectorize(cf)
+    s[P].compute_root()
+    return s, [X, Wp, B, out]

@@ -6,7 +6,7 @@ and review the diff.
 import pathlib
 
 import pytest
-from schedule_helpers import conv2d_nchw, matmul
+from schedule_helpers import channel_vectorized_conv, conv2d_nchw, matmul
 
 from compiler import lower, te, tir
 
@@ -74,8 +74,14 @@ def stencil_compute_at():
     return s, [A, C]
 
 
+def conv_channel_vectorized():
+    # permute_local_layout stores the accumulator channel-last: unit-stride channel vectors
+    return channel_vectorized_conv(c=16, h=4, vc=8)
+
+
 CASES = {f.__name__: f for f in [naive_matmul, tiled_matmul, conv_inline_pad, rfactor_sum,
-                                 non_dividing_split, stencil_compute_at]}
+                                 non_dividing_split, stencil_compute_at,
+                                 conv_channel_vectorized]}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -7,6 +7,7 @@ from compiler.errors import LoweringError
 from compiler.passes import (
     default_pipeline,
     flatten_buffers,
+    permute_local_layout,
     remove_noop,
     run_pipeline,
     simplify,
@@ -37,9 +38,10 @@ def _check_contract(g):
 
 def test_default_pipeline_is_a_fresh_plain_list():
     p = default_pipeline()
-    assert p == [simplify, flatten_buffers, vectorize_loops, unroll_loops, remove_noop]
+    assert p == [simplify, permute_local_layout, flatten_buffers, vectorize_loops,
+                 unroll_loops, remove_noop]
     p.append(simplify)
-    assert len(default_pipeline()) == 5
+    assert len(default_pipeline()) == 6
 
 
 def test_tiled_matmul_golden_and_numerics():

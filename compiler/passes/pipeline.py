@@ -4,11 +4,16 @@ Order and why:
 1. ``simplify``         fold index arithmetic and loop-bound predicates while indices are
                         still multi-dimensional (small expressions, exact loop ranges); it
                         also pins the variable of every extent-1 loop to its constant;
-2. ``flatten_buffers``  one linear index per access, 1-D allocations;
-3. ``vectorize_loops``  needs flat indices to emit one Ramp per access;
-4. ``unroll_loops``     after vectorization, so a vector statement counts as one step
+2. ``permute_local_layout``  a kernel-local buffer's vectorized dimension is stored last,
+                        so a vector along a dimension that is not the stage's last one
+                        (output channels of an NCHW conv accumulator) is a contiguous
+                        load/store LLVM keeps in registers instead of a gather/scatter;
+                        it needs the multi-dimensional indices, so it precedes flattening;
+3. ``flatten_buffers``  one linear index per access, 1-D allocations;
+4. ``vectorize_loops``  needs flat indices to emit one Ramp per access;
+5. ``unroll_loops``     after vectorization, so a vector statement counts as one step
                         (as in TVM) and unrolled copies contain vector code;
-5. ``remove_noop``      drops the extent-1 loops and empty statements left behind.
+6. ``remove_noop``      drops the extent-1 loops and empty statements left behind.
 
 The brief's second ``simplify`` after unrolling is left out on purpose: flatten, vectorize
 and unroll simplify every expression they create with the ranges of the enclosing loops,
@@ -26,6 +31,7 @@ from ..errors import LoweringError
 from ..tir.stmt import PrimFunc
 from .bound_checker import instrument_bound_checkers
 from .flatten import flatten_buffers
+from .local_layout import permute_local_layout
 from .remove_noop import remove_noop
 from .simplify import simplify
 from .unroll import unroll_loops
@@ -42,7 +48,7 @@ def default_pipeline(config=None) -> list:
     ``tir.disable_vectorize`` drops vectorization (vectorized loops run serially).
     """
     config = config or {}
-    passes = [simplify, flatten_buffers]
+    passes = [simplify, permute_local_layout, flatten_buffers]
     if not config.get("tir.disable_vectorize", False):
         passes.append(vectorize_loops)
     passes += [unroll_loops, remove_noop]
