@@ -8,6 +8,7 @@ import compiler
 from compiler import relay
 from compiler.relay import testing
 from compiler.relay import transform as T
+from compiler.relay.functor import post_order
 from compiler.transform import PassContext
 
 RNG = np.random.default_rng(7)
@@ -128,6 +129,59 @@ def test_fold_scale_axis_leaves_non_channel_scales_and_shared_layers():
     assert "multiply" in ops_of(T.FoldScaleAxis()(module_of(shared)))
 
 
+def _conv_of(mod):
+    return next(n for n in post_order(mod["main"])
+                if isinstance(n, relay.Call) and getattr(n.op, "name", "") == "nn.conv2d")
+
+
+@pytest.mark.parametrize("shape, oc, k, stride, pad", [
+    ((1, 16, 7, 7), 32, 3, 1, 1),          # a deep ResNet layer in small
+    ((1, 8, 28, 28), 16, 3, 2, 1),         # strided: 14 columns
+    ((1, 16, 14, 14), 24, 1, 1, 0),        # 1x1
+])
+def test_alter_op_layout_packs_narrow_conv_weights(shape, oc, k, stride, pad):
+    """A constant OIHW weight of a conv whose width does not fill vectors becomes
+    "OIHW{v}o" (v = the machine's float32 lanes), packed by blocks of v output channels,
+    and the module computes the same values (interpreter and build)."""
+    v = compiler.topi.x86.utils.vector_lanes("float32")
+    if oc % v:
+        oc = 2 * v
+    x = relay.var("x", shape=shape)
+    w = rand(RNG, (oc, shape[1], k, k))
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.const(w), strides=(stride, stride),
+                                      padding=(pad, pad)))
+    mod = module_of(y)
+    out = T.AlterOpLayout()(mod)
+    conv = _conv_of(out)
+    assert conv.attrs.kernel_layout == f"OIHW{v}o"
+    packed = conv.args[1].data
+    assert packed.shape == (oc // v, shape[1], k, k, v)
+    np.testing.assert_array_equal(packed[1, 2, 0, 0, 3], w[v + 3, 2, 0, 0])
+    assert T.alter_op_layout(out).astext() == out.astext()      # idempotent
+    data = rand(RNG, shape)
+    same_values(mod, out, {"x": data}, rtol=1e-4)
+    lib = relay.build(mod, "llvm")
+    m = compiler.contrib.graph_executor.GraphModule(lib["default"](compiler.cpu(0)))
+    m.set_input("x", data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), run_interp(mod, {"x": data})[0],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_leaves_wide_grouped_and_non_constant_convs():
+    v = compiler.topi.x86.utils.vector_lanes("float32")
+    x = relay.var("x", shape=(1, 8, 4 * v, 4 * v))
+    wide = relay.nn.conv2d(x, relay.const(rand(RNG, (v, 8, 3, 3))), padding=(1, 1))
+    grouped = relay.nn.conv2d(relay.var("z", shape=(1, 8, 7, 7)),
+                              relay.const(rand(RNG, (v, 4, 3, 3))), padding=(1, 1), groups=2)
+    weight_input = relay.nn.conv2d(relay.var("y", shape=(1, 8, 7, 7)),
+                                   relay.var("w", shape=(v, 8, 3, 3)), padding=(1, 1))
+    odd_channels = relay.nn.conv2d(relay.var("u", shape=(1, 8, 7, 7)),
+                                   relay.const(rand(RNG, (v + 1, 8, 3, 3))), padding=(1, 1))
+    for y in (wide, grouped, weight_input, odd_channels):
+        assert _conv_of(T.AlterOpLayout()(module_of(y))).attrs.kernel_layout == "OIHW"
+
+
 def test_fold_scale_axis_dense():
     x = relay.var("x", shape=(2, 5))
     y = relay.multiply(relay.nn.dense(x, relay.const(rand(RNG, (3, 5)))),
@@ -196,8 +250,10 @@ def test_fuse_diamond_joins_at_the_post_dominator():
 
 # ------------------------------------------------------------------ golden fused blocks
 def fused_block(out, seed=0):
+    """The block after relay's pipeline; AlterOpLayout is off so the golden text does not
+    depend on the machine's vector width (it is tested on its own below)."""
     mod, params = testing.create_workload(testing.layers.function_of(out), seed)
-    with PassContext(opt_level=3):
+    with PassContext(opt_level=3, disabled_pass=["AlterOpLayout"]):
         return relay.optimize(mod, params)
 
 

@@ -80,6 +80,51 @@ def test_conv2d_nchw_bias_relu_fused():
     assert "T.parallel" in text and "T.Ramp" in text
 
 
+PACKED_CASES = [  # (n, c, h, w), (oc, k), stride, padding, v, fused bias+relu
+    ((1, 8, 7, 7), (16, 3), 1, 1, 8, True),
+    ((1, 4, 28, 28), (8, 3), 2, 1, 8, True),             # 14 columns: tile 7
+    ((1, 6, 13, 13), (8, 3), 1, 1, 4, False),            # 13 columns: an uneven tile
+    ((2, 8, 14, 14), (16, 1), 2, 0, 8, False),           # 1x1, batch 2, conv is the output
+]
+
+
+@pytest.mark.parametrize("case", PACKED_CASES, ids=str)
+def test_conv2d_nchw_packed_filter(case):
+    """The "OIHW{v}o" filter (relay's AlterOpLayout) computes the OIHW convolution, with
+    the channel-vectorized default schedule and a plain one."""
+    (n, c, h, w), (oc, k), st, pad, v, fused = case
+    X = te.placeholder((n, c, h, w), name="X")
+    K = te.placeholder((oc // v, c, k, k, v), name="K")
+    B = te.placeholder((oc,), name="B")
+    x, kw, b = rand((n, c, h, w)), rand((oc, c, k, k)), rand((oc,))
+    kp = np.ascontiguousarray(kw.reshape(oc // v, v, c, k, k).transpose(0, 2, 3, 4, 1))
+    conv = topi.nn.conv2d(X, K, st, pad, 1, "NCHW", f"OIHW{v}o")
+    assert conv.op.attrs["kernel_vector"] == v
+    ref = conv_ref(x, kw, (st, st), (pad,) * 4, (1, 1))
+    if fused:
+        out = topi.nn.relu(topi.nn.bias_add(conv, B, axis=1))
+        ref = np.maximum(ref + b[None, :, None, None], 0)
+        verify([X, K, B], out, [x, kp, b], ref, schedule=topi.x86.schedule_conv2d_nchw,
+               rtol=1e-4, atol=1e-4)
+    else:
+        verify([X, K], conv, [x, kp], ref, schedule=topi.x86.schedule_conv2d_nchw,
+               rtol=1e-4, atol=1e-4)
+    text = str(lower(topi.x86.schedule_conv2d_nchw(out if fused else conv),
+                     [X, K, B, out] if fused else [X, K, conv]))
+    # channels vectorized: each filter tap is one contiguous vector load
+    assert "K[T.Ramp(" in text and f", 1, {v})]" in text
+
+
+def test_conv2d_packed_filter_errors():
+    X = te.placeholder((1, 8, 7, 7), name="X")
+    expect_error(lambda: topi.nn.conv2d(X, te.placeholder((2, 8, 3, 3), name="K"), 1, 1, 1,
+                                        "NCHW", "OIHW8o"), "nn.conv2d_nchw_packed", "Filter")
+    expect_error(lambda: topi.nn.conv2d(X, te.placeholder((2, 4, 3, 3, 8), name="K"), 1, 1, 1,
+                                        "NCHW", "OIHW8o"), "nn.conv2d_nchw_packed", "8 channels")
+    expect_error(lambda: topi.nn.conv2d(X, te.placeholder((2, 4, 3, 3, 8), name="K"), 1, 1, 1,
+                                        "NCHW", "OIHW8o", groups=2), "nn.conv2d", "OIHW<v>o")
+
+
 @pytest.mark.parametrize("case", CONV_CASES[:4], ids=str)
 def test_conv2d_nhwc(case):
     (n, c, h, w), (oc, kh, kw), st, pad, dil, groups = case

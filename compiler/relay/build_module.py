@@ -6,7 +6,8 @@
 
 Pipeline (``optimize``; passes above the PassContext's opt_level are skipped, as in
 TVM): bind ``params`` as constants, InferType, SimplifyInference, FoldConstant,
-SimplifyExpr, FoldScaleAxis, EliminateCommonSubexpr, CombineParallelDense,
+SimplifyExpr, FoldScaleAxis, AlterOpLayout (packs the constant weights of narrow NCHW
+convolutions), EliminateCommonSubexpr, CombineParallelDense,
 DeadCodeElimination, FuseOps, InferType.  Then each fused group is lowered once per
 distinct workload (schedule from an active provider or the default strategy), the
 kernels compile in parallel processes, a driver calling them in order is generated over

@@ -32,10 +32,12 @@ def _conv(ins, a):
 def _conv_rel(arg_types, a):
     data = tensor_arg("nn.conv2d", "data", arg_types[0])
     weight = tensor_arg("nn.conv2d", "weight", arg_types[1])
-    if data.ndim != 4 or weight.ndim != 4:
-        raise RelayTypeError(f"nn.conv2d: data {data} and weight {weight} must both be 4-D")
+    w_ndim = 5 if topi.nn.packed_lanes(a.kernel_layout) else 4
+    if data.ndim != 4 or weight.ndim != w_ndim:
+        raise RelayTypeError(f"nn.conv2d: data {data} must be 4-D and weight {weight} "
+                             f"{w_ndim}-D (kernel layout {a.kernel_layout})")
     cin = data.shape[1] if a.data_layout == "NCHW" else data.shape[3]
-    wci = weight.shape[1] if a.kernel_layout in ("OIHW", "") else weight.shape[2]
+    wci = weight.shape[2] if a.kernel_layout == "HWIO" else weight.shape[1]
     if wci * a.groups != cin:
         raise RelayTypeError(f"nn.conv2d: weight has {wci} input channels per group x "
                              f"{a.groups} groups, data has {cin} (data {data.shape}, weight "

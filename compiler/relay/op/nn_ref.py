@@ -22,10 +22,13 @@ def _from_nchw(x, layout):
 
 
 def conv2d(x, w, attrs):
-    """Grouped, strided, dilated 2-D convolution; NCHW/OIHW or NHWC/HWIO."""
+    """Grouped, strided, dilated 2-D convolution; NCHW/OIHW (or packed OIHW{v}o) or
+    NHWC/HWIO."""
     xd = _to_nchw(x, attrs.data_layout).astype(np.float64)
     wd = w.astype(np.float64) if attrs.data_layout == "NCHW" else \
         w.transpose(3, 2, 0, 1).astype(np.float64)          # HWIO -> OIHW
+    if wd.ndim == 5:                                        # (O/v, I, KH, KW, v) -> OIHW
+        wd = wd.transpose(0, 4, 1, 2, 3).reshape(-1, *wd.shape[1:4])
     n, ci, h, wi = xd.shape
     co, cig, kh, kw = wd.shape
     pt, pl, pb, pr = attrs.padding

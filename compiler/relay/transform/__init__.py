@@ -7,6 +7,7 @@ levels, and ``optimize_pipeline()`` is the plain list ``relay.build`` runs (a
 are skipped).
 """
 from ...transform import Pass, PassContext, Sequential, module_pass
+from .alter_op_layout import alter_op_layout
 from .bind import bind_params_by_name
 from .combine_parallel_dense import combine_parallel_dense
 from .cse import eliminate_common_subexpr
@@ -19,12 +20,13 @@ from .simplify_expr import simplify_expr
 from .simplify_inference import simplify_inference
 
 __all__ = ["Pass", "PassContext", "Sequential", "module_pass", "InferType", "FuseOps",
-           "FoldConstant", "SimplifyInference", "SimplifyExpr", "FoldScaleAxis",
+           "FoldConstant", "SimplifyInference", "SimplifyExpr", "FoldScaleAxis", "AlterOpLayout",
            "EliminateCommonSubexpr", "CombineParallelDense", "DeadCodeElimination",
            "optimize_pipeline", "PIPELINE", "infer_type", "infer_expr_type",
            "bind_params_by_name", "fuse_ops", "fold_constant", "register_evaluator",
            "simplify_inference", "simplify_expr", "fold_scale_axis",
-           "eliminate_common_subexpr", "combine_parallel_dense", "dead_code_elimination"]
+           "eliminate_common_subexpr", "combine_parallel_dense", "dead_code_elimination",
+           "alter_op_layout"]
 
 # ruff: noqa: N802 - the pass constructors carry TVM's names
 
@@ -54,6 +56,11 @@ def FoldScaleAxis() -> Pass:
     return Pass(fold_scale_axis, "FoldScaleAxis", 3)
 
 
+def AlterOpLayout() -> Pass:
+    """Packs the constant weights of narrow NCHW convolutions (see alter_op_layout)."""
+    return Pass(alter_op_layout, "AlterOpLayout", 3)
+
+
 def EliminateCommonSubexpr() -> Pass:
     return Pass(eliminate_common_subexpr, "EliminateCommonSubexpr", 3)
 
@@ -69,7 +76,7 @@ def DeadCodeElimination(inline_once: bool = False) -> Pass:
 
 # The order relay.build runs (TVM's build_module.cc, reduced to the passes we have).
 PIPELINE = (InferType, SimplifyInference, FoldConstant, SimplifyExpr, FoldScaleAxis,
-            EliminateCommonSubexpr, CombineParallelDense, DeadCodeElimination,
+            AlterOpLayout, EliminateCommonSubexpr, CombineParallelDense, DeadCodeElimination,
             FuseOps, InferType)
 
 

@@ -71,7 +71,7 @@ class _Fold(ExprMutator):
                 isinstance(layer.args[1], Constant):
             bias, layer = layer, layer.args[0]
         out_t = (bias or layer).checked_type
-        if _is(layer, "nn.conv2d"):
+        if _is(layer, "nn.conv2d") and layer.attrs.kernel_layout in ("OIHW", "HWIO"):
             a = layer.attrs
             axis = 1 if a.data_layout == "NCHW" else 3
             w_axis = a.kernel_layout.index("O")

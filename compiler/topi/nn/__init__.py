@@ -4,7 +4,15 @@ Schedules live in ``compiler.topi.x86`` (default CPU schedules) and
 ``compiler.topi.generic`` (dispatch by tag).
 """
 from ..transform import flatten
-from .conv2d import conv2d, conv2d_nchw, conv2d_nhwc, depthwise_conv2d_nchw, group_conv2d_nchw
+from .conv2d import (
+    conv2d,
+    conv2d_nchw,
+    conv2d_nchw_packed,
+    conv2d_nhwc,
+    depthwise_conv2d_nchw,
+    group_conv2d_nchw,
+    packed_lanes,
+)
 from .conv2d_transpose import conv2d_transpose_nchw
 from .conv3d_transpose import conv3d_transpose_ncdhw
 from .dense import batch_matmul, dense, matmul
@@ -15,7 +23,8 @@ from .pooling import adaptive_pool, global_pool, pool2d
 from .softmax import log_softmax, softmax
 from .utils import conv_out_size, get_pad_tuple
 
-__all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d_nchw", "mirror_pad",
+__all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nchw_packed", "packed_lanes",
+           "conv2d_nhwc", "depthwise_conv2d_nchw", "mirror_pad",
            "group_conv2d_nchw", "conv2d_transpose_nchw", "conv3d_transpose_ncdhw",
            "batch_matmul", "dense", "matmul",
            "bias_add", "gelu", "leaky_relu", "prelu", "relu", "batch_norm", "layer_norm",

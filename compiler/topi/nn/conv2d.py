@@ -1,16 +1,20 @@
 """2-D convolutions: conv2d_nchw / conv2d_nhwc (with groups), group and depthwise variants.
 
-Layouts (TVM's): NCHW data with OIHW filters (O, I/groups, KH, KW); NHWC data with HWIO
-filters (KH, KW, I/groups, O); depthwise NCHW filters are (C, multiplier, KH, KW) and give
+Layouts (TVM's): NCHW data with OIHW filters (O, I/groups, KH, KW) or, groups 1 only,
+"OIHW{v}o" filters packed by blocks of v output channels (O/v, I, KH, KW, v); NHWC data
+with HWIO filters (KH, KW, I/groups, O); depthwise NCHW filters are (C, multiplier, KH, KW) and give
 C * multiplier output channels.
 
 Invariants: padding is a separate "injective,pad" stage (absent when all pads are 0; for
-NCHW with a column stride > 1 it also deinterleaves the columns, see ``nchw_input``), the
+NCHW with a column stride > 1 it also deinterleaves the columns, see ``nchw_input``,
+except with a packed filter, whose schedule broadcasts input values one at a time), the
 convolution is one reduction ComputeOp tagged by its kind (pattern out_elemwise_fusable)
 whose attrs record strides, dilation, padding and groups for the schedules.  Shape errors
 are TEErrors naming the op and the argument.
 """
 from __future__ import annotations
+
+import re
 
 from ...te import api as te
 from ...tir import op as _op
@@ -24,9 +28,10 @@ def _cast(x, dtype):
     return x if x.dtype == dtype else x.astype(dtype)
 
 
-def _common(op, data, kernel, stride, padding, dilation, kshape_hw, out_dtype):
+def _common(op, data, kernel, stride, padding, dilation, kshape_hw, out_dtype,
+            filter_ndim=4):
     check_tensor(op, "Input", data, ndim=4)
-    check_tensor(op, "Filter", kernel, ndim=4)
+    check_tensor(op, "Filter", kernel, ndim=filter_ndim)
     st = int_tuple(op, "stride", stride, 2, minimum=1)
     dil = int_tuple(op, "dilation", dilation, 2, minimum=1)
     pads = get_pad_tuple(padding, kshape_hw, op)
@@ -100,6 +105,38 @@ def conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None, groups
                 layout_free_placeholders=[Filter])
 
 
+def conv2d_nchw_packed(Input, Filter, stride, padding, dilation, out_dtype=None):
+    """NCHW convolution with the filter packed by blocks of ``v`` output channels,
+    (O // v, I, KH, KW, v): TVM's "OIHW{v}o" kernel layout, made from a constant OIHW
+    weight by relay's ``AlterOpLayout``.  A vector of ``v`` output channels is then one
+    contiguous filter load, so the x86 schedule vectorizes channels instead of a narrow
+    output width.  Data and output stay NCHW; attrs["kernel_vector"] is ``v``."""
+    op = "nn.conv2d_nchw_packed"
+    check_tensor(op, "Filter", Filter, ndim=5)
+    ocb, ic_f, kh, kw, v = const_tuple(Filter.shape)
+    st, dil, pads, odt = _common(op, Input, Filter, stride, padding, dilation, (kh, kw),
+                                 out_dtype, filter_ndim=5)
+    n, ic, h, w = const_tuple(Input.shape)
+    if ic_f != ic:
+        raise error(op, "Filter", Filter, f"shape (O/v, {ic}, KH, KW, v): the input's {ic} "
+                    "channels")
+    oh = conv_out_size(op, h, kh, st[0], dil[0], pads[0], pads[2], "Input height")
+    ow = conv_out_size(op, w, kw, st[1], dil[1], pads[1], pads[3], "Input width")
+    # input values are broadcast one at a time, so strided columns need no deinterleaving
+    pt, pl, pb, pr = pads
+    src = pad(Input, [0, 0, pt, pl], [0, 0, pb, pr], name="pad_temp") if any(pads) else Input
+    rc = te.reduce_axis((0, ic), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def f(b, o, y, x):
+        return te.sum(_cast(src[b, rc, y * st[0] + ry * dil[0], x * st[1] + rx * dil[1]], odt)
+                      * _cast(Filter[o // v, rc, ry, rx, o % v], odt), axis=[rc, ry, rx])
+    return make((n, ocb * v, oh, ow), f, name="conv2d_nchw", tag=_tag.CONV2D_NCHW,
+                strides=list(st), dilation=list(dil), padding=list(pads), groups=1,
+                layout="NCHW", kernel_vector=v, layout_free_placeholders=[Filter])
+
+
 def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtype=None):
     """Grouped NCHW convolution (TVM's signature)."""
     return conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype, groups)
@@ -165,10 +202,19 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
 
 def conv2d(input, filter, strides, padding, dilation, data_layout="NCHW",  # noqa: A002
            kernel_layout="", out_dtype=None, groups=1):
-    """Dispatch on ``data_layout``: "NCHW" (OIHW filter) or "NHWC" (HWIO filter)."""
+    """Dispatch on ``data_layout``: "NCHW" (OIHW filter, or "OIHW{v}o" packed when
+    groups is 1) or "NHWC" (HWIO filter)."""
     if data_layout == "NCHW" and kernel_layout in ("", "OIHW"):
         return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype, groups)
+    if data_layout == "NCHW" and packed_lanes(kernel_layout) and groups == 1:
+        return conv2d_nchw_packed(input, filter, strides, padding, dilation, out_dtype)
     if data_layout == "NHWC" and kernel_layout in ("", "HWIO"):
         return conv2d_nhwc(input, filter, strides, padding, dilation, out_dtype, groups)
     raise error("nn.conv2d", "data_layout/kernel_layout", (data_layout, kernel_layout),
-                "('NCHW', 'OIHW') or ('NHWC', 'HWIO')")
+                "('NCHW', 'OIHW'), ('NCHW', 'OIHW<v>o') with groups 1, or ('NHWC', 'HWIO')")
+
+
+def packed_lanes(kernel_layout: str) -> int:
+    """``v`` of a packed "OIHW{v}o" kernel layout, else 0."""
+    m = re.fullmatch(r"OIHW([1-9][0-9]*)o", kernel_layout or "")
+    return int(m.group(1)) if m else 0

@@ -9,6 +9,10 @@ Direct convolution with a register tile of output values kept in a local accumul
 - NHWC: tile = OW_T columns x OC_T channels with the channels vectorized (the HWIO
   filter row is contiguous), the input value broadcast: the GEMM micro-kernel shape.
 - depthwise NCHW: tile = OH_T rows x OW_T columns of one channel.
+- NCHW with a packed filter (O/v, I, KH, KW, v) (relay's AlterOpLayout packs constant
+  weights of convs whose output width does not fill SIMD vectors): tile = v output
+  channels (one vector) x up to 7 output columns; channels are vectorized (the
+  accumulator is stored channel-innermost by the ``permute_local_layout`` pass).
 Loop order walks output rows outermost (input rows stay in cache for every channel
 block); the parallel loop is rows (channels for depthwise, the batch when it is large),
 and the padding stage is computed per parallel iteration (scalar: see ``attach_pad``).
@@ -67,8 +71,53 @@ def _root_pad(s, pads):
         schedule_injective_from_existing(s, p)
 
 
+def packed_col_tile(ow: int) -> int:
+    """Output columns per register tile of the packed-filter schedule: the largest divisor
+    of the width up to ``PACKED_MAX_COLS`` (0 when it would be below 4: too few
+    accumulators to hide the FMA latency, so the filter is not worth packing)."""
+    best = next(f for f in range(min(PACKED_MAX_COLS, ow), 0, -1) if ow % f == 0)
+    return best if best >= 4 else 0
+
+
+# 7 accumulator vectors + the filter vector + broadcasts fit AVX2's 16 registers (8 and
+# more spilled: 16 channels x 7 columns ran at half the speed of 8 x 7)
+PACKED_MAX_COLS = 7
+
+
+def _schedule_packed(s, anchor, outs):
+    """Filter packed "OIHW{v}o" (``topi.nn.conv2d_nchw_packed``): a register tile of
+    v output channels (one vector) x up to 7 output columns, every reduction loop outside
+    it; each input value is a broadcast, each filter tap one contiguous vector load.  The
+    accumulator is stored channel-innermost by ``permute_local_layout``."""
+    pads, others = _inputs_to_place(s, anchor)
+    for t in others:
+        s[t].compute_inline()
+    n, oc, oh, ow = const_tuple(anchor.output_shape(0))
+    v = int(anchor.attrs["kernel_vector"])
+    acc, out = _acc_and_out(s, anchor, outs)
+    ow_t = packed_col_tile(ow) or min(ow, PACKED_MAX_COLS)
+    st = s[out]
+    b, f, y, x = st.op.axis
+    fo, fi = st.split(f, factor=v)
+    xo, xi = st.split(x, factor=ow_t)
+    st.reorder(b, fo, y, xo, fi, xi)
+    st.parallel(b if n >= 2 * num_cores() else fo)
+    st.vectorize(xi)
+    s[acc].compute_at(st, xo)
+    a = s[acc]
+    ab, af, ay, ax = a.op.axis
+    rc, ry, rx = a.op.reduce_axis
+    a.reorder(ab, rc, ry, rx, ay, ax, af)
+    a.unroll(ax)
+    a.vectorize(af)
+    _root_pad(s, pads)
+    return s
+
+
 def schedule_conv2d_nchw_from_existing(s, anchor, outs):
     """Direct NCHW convolution schedule for ``anchor`` (conv2d/group/transpose NCHW)."""
+    if anchor.attrs.get("kernel_vector"):
+        return _schedule_packed(s, anchor, outs)
     lanes = vector_lanes(anchor.output_dtype(0))
     pads, others = _inputs_to_place(s, anchor)
     for t in others:
