@@ -66,6 +66,10 @@ def parse_args(argv):
     p.add_argument("--runner-number", type=int, default=3)
     p.add_argument("--runner-repeat", type=int, default=1)
     p.add_argument("--min-repeat-ms", type=int, default=0)
+    p.add_argument("--cache-flush", action=argparse.BooleanOptionalAction, default=None,
+                   help="flush the CPU caches before each timed call (default: on for "
+                        "models, whose weights are cold in a real run, as TVM's network "
+                        "tutorials do; off for single operators)")
     p.add_argument("--timeout", type=float, default=10.0, help="run timeout per candidate (s)")
     p.add_argument("--model", choices=("xgb", "random"), default="xgb",
                    help="cost model guiding the search (default: xgb)")
@@ -156,14 +160,21 @@ def make_model(ns):
 
 def make_measurers(ns):
     """(builder, runner): local worker processes, or a Dask cluster with ``--dask``."""
+    flush = ns.cache_flush if ns.cache_flush is not None else _is_model(ns)
     if ns.dask:
         builder = DaskBuilder(ns.dask)
         runner = DaskRunner(builder.client, timeout=ns.timeout, number=ns.runner_number,
-                            repeat=ns.runner_repeat, min_repeat_ms=ns.min_repeat_ms)
+                            repeat=ns.runner_repeat, min_repeat_ms=ns.min_repeat_ms,
+                            enable_cpu_cache_flush=flush)
         return builder, runner
     return LocalBuilder(), LocalRunner(timeout=ns.timeout, number=ns.runner_number,
                                        repeat=ns.runner_repeat,
-                                       min_repeat_ms=ns.min_repeat_ms)
+                                       min_repeat_ms=ns.min_repeat_ms,
+                                       enable_cpu_cache_flush=flush)
+
+
+def _is_model(ns) -> bool:
+    return bool(ns.network) or ns.workload.endswith(".onnx")
 
 
 def resume_command(ns, log: str) -> str:
@@ -265,7 +276,7 @@ def main(argv=None) -> int:
             print(f"{name:18s} args={list(e.default_args)}  {e.doc}")
         print("networks (--network): " + ", ".join(sorted(ZOO)))
         return 0
-    if ns.network or ns.workload.endswith(".onnx"):
+    if _is_model(ns):
         return run_network(ns, make_measurers)
     try:
         fname, args = resolve_workload(ns.workload, ns.args)

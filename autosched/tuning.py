@@ -172,8 +172,9 @@ def _retime_best(task, policy, measurer, options: TuningOptions, stats: TuneStat
 
 def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
     """Measure the ``top_k`` best states of ``policy`` and the default schedule's state
-    ``rounds`` more times, all of them per round; returns (lowest median cost, number of
-    measurements), the cost inf when fewer than two states qualify (nothing measured).
+    ``rounds`` more times, all of them per round (each round in a rotated order); returns
+    (lowest median cost, number of measurements), the cost inf when fewer than two states
+    qualify (nothing measured).
 
     A logged best is the best of many noisy measurements, so it is optimistic, and the
     state with the lowest single figure is often not the fastest.  The measurements are
@@ -194,14 +195,16 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
             ranked[str(dflt)] = (dflt, [cost])
     if len(ranked) < 2 or not rounds:
         return math.inf, 0
-    inputs = [MeasureInput(task, st) for st, _ in ranked.values()]
-    n = 0
-    for _ in range(rounds):
-        for inp, res in zip(inputs, measurer.measure(task, policy, inputs)):
-            n += 1
-            if res.error_no == 0 and res.costs:
-                ranked[str(inp.state)][1].append(sum(res.costs) / len(res.costs))
-    return min(statistics.median(costs) for _, costs in ranked.values()), n
+    states = [st for st, _ in ranked.values()]
+    # one measurement call, each round in a rotated order: the first run after a build
+    # phase is sometimes several times slower (measured up to 10x here), and a state
+    # that came first in every round would lose by that alone
+    inputs = [MeasureInput(task, states[(r + k) % len(states)])
+              for r in range(rounds) for k in range(len(states))]
+    for inp, res in zip(inputs, measurer.measure(task, policy, inputs)):
+        if res.error_no == 0 and res.costs:
+            ranked[str(inp.state)][1].append(sum(res.costs) / len(res.costs))
+    return min(statistics.median(costs) for _, costs in ranked.values()), len(inputs)
 
 
 def _asked_to_preload(policy) -> bool:

@@ -7,7 +7,8 @@ onnxruntime, side by side in one run.
 Per model (``relay.testing.onnx_models``, seeded weights; the same ONNX file feeds
 onnxruntime and ``from_onnx``): extract the tasks, then per strategy tune from an empty
 log with ``--trials`` trials (XGB cost model, seed 0; each task's best states and its
-default schedule's state re-timed side by side at the end, ``--retime``), recording the
+default schedule's state re-timed side by side at the end, ``--retime``; kernels timed
+after a CPU cache flush, ``--cache-flush``, as a model's weights are cold), recording the
 estimated
 end-to-end latency (sum of weight x the better of best tuned and default latency per
 task) every 100 trials; build with
@@ -56,11 +57,11 @@ def log_curve(tasks, weights, log: str, defaults: list, step: int) -> list:
 
 
 def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool,
-         retime: int = 4) -> dict:
+         retime: int = 4, flush: bool = True) -> dict:
     if reuse and os.path.exists(log):
         # an earlier run's log: only the default costs are measured again
         print(f"  {strategy}: reusing {log}", flush=True)
-        with auto.LocalRunner() as runner:
+        with auto.LocalRunner(enable_cpu_cache_flush=flush) as runner:
             defaults = measure_default_costs(tasks, runner)
         row: dict = {"trials": sum(1 for _ in load_records(log)), "reused_log": True}
     else:
@@ -69,7 +70,8 @@ def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool,
         sched = auto.TaskScheduler(tasks, weights, strategy=strategy, seed=0, callbacks=[])
         opts = auto.TuningOptions(num_measure_trials=trials, num_measures_per_round=16,
                                   verbose=0, measure_callbacks=[auto.RecordToFile(log)],
-                                  retime_top_k=retime)
+                                  retime_top_k=retime,
+                                  runner=auto.LocalRunner(enable_cpu_cache_flush=flush))
         t0 = time.perf_counter()
         sched.tune(opts)
         defaults = list(sched.default_costs)
@@ -101,7 +103,7 @@ def bench(name: str, args) -> dict:
     for strategy in args.strategies:
         log = os.path.join(args.logdir, f"{name}_{strategy}.json")
         row["strategies"][strategy] = tune(tasks, weights, strategy, args.trials, log,
-                                           args.reuse_logs, args.retime)
+                                           args.reuse_logs, args.retime, args.cache_flush)
         lib, secs = _build(mod, params, log)
         row["strategies"][strategy]["build_s"] = round(secs, 2)
         row["strategies"][strategy]["tuned_kernels"] = lib.stats["tuned_groups"]
@@ -132,6 +134,9 @@ def main(argv=None) -> None:
     ap.add_argument("--strategies", nargs="+", default=["gradient", "round-robin"],
                     choices=["gradient", "round-robin"])
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--cache-flush", action=argparse.BooleanOptionalAction, default=True,
+                    help="flush the CPU caches before each timed call while tuning (weights "
+                         "are cold in a whole-model run; TVM's x86 network tutorial does it)")
     ap.add_argument("--retime", type=int, default=4, metavar="K",
                     help="at the end, re-time each task's K best states and its default "
                          "schedule's state twice more, side by side (0: off)")
