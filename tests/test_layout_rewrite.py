@@ -175,9 +175,9 @@ def test_check_correctness_refuses_pre_transformed_tasks():
 
 
 def test_relay_build_transforms_constant_weights_once(tmp_path):
-    mod = small_net()
+    mod = small_net(16)                   # an OIHW weight (AlterOpLayout leaves it)
     tasks, _ = auto.extract_tasks(mod, None, "llvm")
-    x = np.random.default_rng(0).standard_normal((1, 8, 10, 10)).astype("float32")
+    x = np.random.default_rng(0).standard_normal((1, 8, 16, 16)).astype("float32")
     log = tmp_path / "net.json"
     save_records(log, [sampled_record(t, seed=k) for k, t in enumerate(tasks)])
     with auto.ApplyHistoryBest(str(log)):
@@ -214,7 +214,7 @@ def test_relay_keeps_the_layout_of_weights_that_are_inputs(tmp_path):
 
 def test_records_measured_without_rewrite_build_without_it(tmp_path):
     """A log written before layout rewrite (layout_rewrite_option 0) builds as measured."""
-    mod = small_net()
+    mod = small_net(16)
     tasks, _ = auto.extract_tasks(mod, None, "llvm")
     log = tmp_path / "old.json"
     old = []
@@ -227,5 +227,5 @@ def test_records_measured_without_rewrite_build_without_it(tmp_path):
     assert lib.stats["tuned_groups"] == 2
     conv = next(n for n in lib.kernel_keys if "conv2d" in n)
     assert "T.Buffer((16, 8, 3, 3)" in str(lib.lowered_funcs[conv])
-    x = np.random.default_rng(0).standard_normal((1, 8, 10, 10)).astype("float32")
+    x = np.random.default_rng(0).standard_normal((1, 8, 16, 16)).astype("float32")
     np.testing.assert_allclose(run(lib, x), interp(mod, x), rtol=1e-4, atol=1e-4)

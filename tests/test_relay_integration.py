@@ -34,10 +34,12 @@ from records import Record, save_records
 USE_AUTO = {"relay.backend.use_auto_scheduler": True}
 
 
-def small_net():
-    """conv2d+bias+relu -> global pool -> dense+bias: two tunable groups."""
+def small_net(size=10):
+    """conv2d+bias+relu -> global pool -> dense+bias: two tunable groups.  At the default
+    size the conv's width (10) does not fill AVX2/AVX-512 vectors, so AlterOpLayout packs
+    its weight ("OIHW{v}o"); a multiple of 16 keeps it OIHW (layout-rewrite tests)."""
     rng = np.random.default_rng(3)
-    data = relay.var("data", shape=(1, 8, 10, 10))
+    data = relay.var("data", shape=(1, 8, size, size))
     w = relay.const(rng.standard_normal((16, 8, 3, 3)).astype("float32"))
     b = relay.const(rng.standard_normal(16).astype("float32"))
     y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(data, w, padding=(1, 1)), b))
