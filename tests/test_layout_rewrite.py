@@ -189,6 +189,12 @@ def test_relay_build_transforms_constant_weights_once(tmp_path):
     (tr,) = tasks[0].compute_dag.layout_transforms(
         auto.load_best_record(str(log), tasks[0].workload_key)[0].state)
     assert str(tr.new_shape).replace(",)", ")") in text      # the kernel reads the new layout
+    # the weight is stored once: the original OIHW param is emptied, the copy kept
+    shapes = sorted(tuple(v.shape) for v in lib.params.values())
+    assert (16, 8, 3, 3) not in shapes and tuple(tr.new_shape) in shapes
+    assert (0,) in shapes
+    default_bytes = sum(v.nbytes for v in build(mod).params.values())
+    assert sum(v.nbytes for v in lib.params.values()) <= default_bytes
     assert USE_AUTO["relay.backend.use_auto_scheduler"]
 
 

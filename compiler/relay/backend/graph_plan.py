@@ -8,7 +8,9 @@ and lets intermediates share storage by liveness: a call's outputs take the smal
 free block that fits (else a new one), and its inputs' blocks become free after it,
 never before, so a kernel's inputs and outputs never alias.  Storages are laid out in
 one pool at 64-byte aligned offsets; the driver (``driver_ir``) calls the kernels in
-order with pointers into that pool.
+order with pointers into that pool.  A param whose every reader takes a layout-transformed
+copy (tuned kernels with layout rewrite) stays a node but holds an empty tensor, so such a
+weight is stored once.
 """
 from __future__ import annotations
 
@@ -110,8 +112,21 @@ def plan_graph(main: Function, lower) -> GraphPlan:
                              "function)")
     plan.outputs = list(entries_of[main.body])
     plan.kernels = list(seen_kernels.values())
+    _drop_unread_params(plan)
     _plan_memory(plan)
     return plan
+
+
+def _drop_unread_params(plan) -> None:
+    """A param that no call reads any more (every reader takes a layout-transformed copy)
+    keeps its graph node but becomes an empty tensor: its data is neither stored with the
+    library nor given room in the pool (else a rewritten weight costs twice its memory)."""
+    read = {e for _, args in plan.calls for e in args} | set(plan.outputs)
+    for name, e in plan.param_entries.items():
+        if e not in read:
+            nid, index, _, dtype = plan.entries[e]
+            plan.entries[e] = (nid, index, (0,), dtype)
+            plan.params[name] = np.empty((0,), dtype=dtype)
 
 
 def _rewritten_weights(plan, kernel, ins, param_of, rewritten) -> list:
