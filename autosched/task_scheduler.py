@@ -66,7 +66,7 @@ from .task_scheduler_callbacks import (
     PrintTableInfo,
     TaskSchedulerCallback,
 )
-from .tuning import TuningOptions, _close, preload, retime_states
+from .tuning import TuningOptions, _close, preload, retime_or_warn
 
 __all__ = ["TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "GradientParams", "derive_similarity_tag"]
@@ -292,15 +292,12 @@ class TaskScheduler:
         for i, (task, policy) in enumerate(zip(self.tasks, self.search_policies)):
             if not getattr(policy, "measured", None):
                 continue                    # a custom policy, or nothing measured
-            try:
-                best, n = retime_states(task, policy, self.measurer, opts.retime_top_k,
-                                        opts.retime_rounds)
-            except (ClusterError, TuningStopped) as err:
-                warnings.warn(f"re-timing the best states stopped: {err}", stacklevel=3)
+            got = retime_or_warn(task, policy, self.measurer, opts)
+            if got is None:
                 return
-            self.retimed += n
-            if math.isfinite(best):
-                self.best_costs[i] = best
+            self.retimed += got[1]
+            if math.isfinite(got[0]):
+                self.best_costs[i] = got[0]
         self.cur_score = self._score(self.best_costs)
         if opts.verbose >= 1:
             print(f"TaskScheduler: re-timed the best states of {len(self.tasks)} tasks "

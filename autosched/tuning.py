@@ -159,15 +159,22 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
 def _retime_best(task, policy, measurer, options: TuningOptions, stats: TuneStats) -> None:
     """Re-time the best states (``retime_states``) and make ``stats.best_cost`` the
     lowest median."""
+    got = retime_or_warn(task, policy, measurer, options)
+    if got is not None:
+        stats.retimed += got[1]
+        if math.isfinite(got[0]):
+            stats.best_cost = got[0]
+
+
+def retime_or_warn(task, policy, measurer, options: TuningOptions):
+    """``retime_states`` with the options' k and rounds; None (after a warning) when the
+    measurements stopped (the cluster is gone, or everything fails)."""
     try:
-        best, n = retime_states(task, policy, measurer, options.retime_top_k,
-                                options.retime_rounds)
+        return retime_states(task, policy, measurer, options.retime_top_k,
+                             options.retime_rounds)
     except (ClusterError, TuningStopped) as err:
-        warnings.warn(f"re-timing the best states stopped: {err}", stacklevel=2)
-        return
-    stats.retimed += n
-    if math.isfinite(best):
-        stats.best_cost = best
+        warnings.warn(f"re-timing the best states stopped: {err}", stacklevel=3)
+        return None
 
 
 def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
