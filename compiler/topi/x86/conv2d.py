@@ -71,6 +71,14 @@ def _root_pad(s, pads):
         schedule_injective_from_existing(s, p)
 
 
+def _attach_acc(s, acc, st, xo) -> tuple:
+    """The accumulator computed at the output tile loop ``xo``: (its stage, its spatial
+    axes, its reduction axes)."""
+    s[acc].compute_at(st, xo)
+    a = s[acc]
+    return a, a.op.axis, a.op.reduce_axis
+
+
 def packed_col_tile(ow: int) -> int:
     """Output columns per register tile of the packed-filter schedule: the largest divisor
     of the width up to ``PACKED_MAX_COLS`` (0 when it would be below 4: too few
@@ -103,10 +111,7 @@ def _schedule_packed(s, anchor, outs):
     st.reorder(b, fo, y, xo, fi, xi)
     st.parallel(b if n >= 2 * num_cores() else fo)
     st.vectorize(xi)
-    s[acc].compute_at(st, xo)
-    a = s[acc]
-    ab, af, ay, ax = a.op.axis
-    rc, ry, rx = a.op.reduce_axis
+    a, (ab, af, ay, ax), (rc, ry, rx) = _attach_acc(s, acc, st, xo)
     a.reorder(ab, rc, ry, rx, ay, ax, af)
     a.unroll(ax)
     a.vectorize(af)
@@ -155,10 +160,7 @@ def schedule_conv2d_nchw_from_existing(s, anchor, outs):
     elif rows > 1:
         st.parallel(yo)
     st.vectorize(xi)
-    s[acc].compute_at(st, xo)
-    a = s[acc]
-    ab, af, ay, ax = a.op.axis
-    rc, ry, rx = a.op.reduce_axis
+    a, (ab, af, ay, ax), (rc, ry, rx) = _attach_acc(s, acc, st, xo)
     a.reorder(ab, rc, ry, rx, af, ay, ax)
     a.unroll(rx)
     a.unroll(af)
