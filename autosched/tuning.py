@@ -196,10 +196,12 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
     # the default schedule's state competes too: the answer is never a state that only
     # looked faster than the default because it was measured at a faster moment
     dflt = default_state(task)
-    if dflt is not None and str(dflt) not in ranked:
-        cost = next((c for c, st in policy.measured if str(st) == str(dflt)), None)
+    dkey = None if dflt is None else str(dflt)
+    if dkey is not None and dkey not in ranked and \
+            dkey in getattr(policy, "measured_keys", (dkey,)):
+        cost = next((c for c, st in policy.measured if str(st) == dkey), None)
         if cost is not None:
-            ranked[str(dflt)] = (dflt, [cost])
+            ranked[dkey] = (dflt, [cost])
     if len(ranked) < 2 or not rounds:
         return math.inf, 0
     states = [st for st, _ in ranked.values()]
