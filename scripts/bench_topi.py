@@ -6,6 +6,8 @@
 Workloads (the untuned "fallback" a model gets):
   dense      (1024, 1024) x (1024, 1024)^T            numpy: a @ w.T
   conv2d     (1, 64, 56, 56) x (64, 64, 3, 3), pad 1   numpy: im2col (as_strided) + matmul
+  conv_deep / conv_packed  (1, 512, 7, 7) x (512, 512, 3, 3), pad 1, the weight OIHW and
+             packed "OIHW8o" (relay's AlterOpLayout)   numpy: as conv2d
   depthwise  (1, 32, 112, 112) x (32, 1, 3, 3), pad 1  numpy: sum of 9 shifted slices
   softmax    (128, 1000), last axis                    numpy: exp(x - max) / sum
   maxpool    (1, 64, 112, 112), 3x3, stride 2, pad 1   numpy: max of 9 strided slices
@@ -48,6 +50,7 @@ from numpy.lib.stride_tricks import as_strided  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from compiler import build, te, topi  # noqa: E402
+from compiler.relay.transform.alter_op_layout import pack_oihw  # noqa: E402
 from compiler.runtime.module import as_aligned  # noqa: E402
 from compiler.target import parse_target  # noqa: E402
 
@@ -131,6 +134,19 @@ def workloads(rng):
                out=topi.nn.conv2d_nchw(X, K, 1, 1, 1), sched=topi.x86.schedule_conv2d_nchw,
                inputs=[x, k], ref=lambda: np_conv2d(x, k, 1),
                torch=lambda t: torch.nn.functional.conv2d(t[0], t[1], padding=1))
+    # a deep ResNet layer: its width (7) does not fill vectors, so relay's AlterOpLayout
+    # packs the weight "OIHW8o"; both layouts, side by side
+    xd, kd = rng.standard_normal((1, 512, 7, 7), f32), rng.standard_normal((512, 512, 3, 3), f32)
+    kp = pack_oihw(kd, 8)
+    XD, KD, KP = (te.placeholder(a.shape, name=n) for a, n in ((xd, "X"), (kd, "K"), (kp, "K")))
+    for name, kk, KK, layout in (("conv_deep", kd, KD, "OIHW"), ("conv_packed", kp, KP, "OIHW8o")):
+        yield dict(name=name, shape=f"(1,512,7,7)x(512,512,3,3) {layout}",
+                   flops=2 * 512 * 512 * 9 * 49, tensors=[XD, KK],
+                   out=topi.nn.conv2d(XD, KK, 1, 1, 1, "NCHW", layout),
+                   sched=topi.x86.schedule_conv2d_nchw, inputs=[xd, kk],
+                   ref=lambda: np_conv2d(xd, kd, 1),
+                   torch=lambda t: torch.nn.functional.conv2d(t[0], torch.from_numpy(kd),
+                                                              padding=1))
     x2, k2 = rng.standard_normal((1, 32, 112, 112), f32), rng.standard_normal((32, 1, 3, 3), f32)
     X2, K2 = te.placeholder(x2.shape, name="X"), te.placeholder(k2.shape, name="K")
     yield dict(name="depthwise", shape="(1,32,112,112)x(32,1,3,3) p1",
