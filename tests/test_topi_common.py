@@ -134,3 +134,26 @@ def test_schedule_default_handles_chained_anchors():
     c = np.maximum(c, 0)
     ref = c.reshape(1, 8, 6, 2, 6, 2).max(axis=(3, 5))
     verify([X, K], out, [x, k], ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("width, vectorized", [(14, True), (6, True), (56, False),
+                                                (5, False)])
+def test_guarded_injective_stage_vectorizes_only_power_of_two_rows(width, vectorized):
+    """A pad row of 16 or 8 lanes is one masked vector; 58 or 7 lanes would be a branch
+    per lane, so that row stays a scalar loop.  Values match numpy either way."""
+    x = rand((3, 4, width, width))
+    X = te.placeholder(x.shape, name="X")
+    P = topi.nn.pad(X, (0, 0, 1, 1), (0, 0, 1, 1))
+    text = _lowered(P, [X], topi.x86.schedule_injective)
+    assert ("T.Ramp" in text) == vectorized, text
+    verify([X], P, [x], np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))),
+           schedule=topi.x86.schedule_injective)
+
+
+def test_unguarded_odd_row_stays_one_vector():
+    """Plain elementwise rows of odd length are still one vector (LLVM splits it)."""
+    x = rand((64, 7))
+    A = te.placeholder(x.shape, name="A")
+    out = topi.add(A, 1.0)
+    assert "T.Ramp(" in _lowered(out, [A], topi.x86.schedule_injective)
+    verify([A], out, [x], x + 1.0, schedule=topi.x86.schedule_injective)
