@@ -27,6 +27,11 @@ class CostModel:
     def predict(self, task, states) -> list:
         raise NotImplementedError
 
+    def snapshot(self):
+        """A picklable, predict-only copy that scores as this model does now, for the
+        search's helper processes; None (the default) keeps the search in-process."""
+        return None
+
 
 class RandomModel(CostModel):
     def __init__(self, seed: int = 0):
@@ -34,3 +39,6 @@ class RandomModel(CostModel):
 
     def predict(self, task, states) -> list:
         return [self.rng.random() for _ in states]
+
+    def snapshot(self) -> RandomModel:
+        return RandomModel(self.rng.randrange(2 ** 31))

@@ -328,6 +328,16 @@ class XGBModel(CostModel):
                 scores.insert(i, low)
         return scores
 
+    def snapshot(self) -> XGBModel:
+        """A predict-only copy (no records, so it never trains) holding the booster as
+        trained now, or the prior while there is none; xgboost pickles a booster as
+        its raw model."""
+        booster = self.booster
+        snap = XGBModel(self.params, self.seed, self.extractor.config, prior=None)
+        snap._booster = booster
+        snap._prior_raw = self._prior_raw if booster is None else None
+        return snap
+
     def predict_rows(self, rows) -> np.ndarray:
         """Program scores for a list of feature matrices (one per program)."""
         X = np.concatenate(rows)

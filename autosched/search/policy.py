@@ -6,50 +6,31 @@ policy, including states loaded from an earlier log (only when asked: an init se
 callback such as ``PreloadMeasuredStates``, run once by the constructor, as TVM's
 ``init_search_callbacks``); the task's default schedule, when it can be written as a
 state, is the first pick of the first round (``seed_default_schedule``); all randomness
-comes from the
-policy's seeded generator; the time spent here (outside build and run) is accumulated
-in ``search_seconds`` so the tuner can report its overhead.
+comes from the policy's seeded generator (helper islands get seeds drawn from it, so a
+parallel search is as reproducible as a serial one); the time spent here (outside build
+and run) is accumulated in ``search_seconds`` so the tuner can report its overhead.
+
+The evolutionary search runs as islands (islands.py) when the population is large and
+the cost model can be shipped (``snapshot()``): this process evolves its share while
+helper processes evolve theirs, and the best of all islands are merged.
 """
 from __future__ import annotations
 
-import heapq
-import itertools
+import math
 import random
 import time
-from dataclasses import dataclass
+import warnings
+from dataclasses import replace
 
-from ..checks import check_fields
 from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
-from ..errors import InvalidStepError
 from ..measure.measurer import MeasureInput
-from ..steps.compute import scope_violation
-from .init_rules import sample_state
-from .mutation_rules import MUTATIONS, mutate
+from .evolution import SearchParams, evolve, next_generation, sample_population
+from .islands import helpers_for, start_islands
+from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
-
-@dataclass(frozen=True)
-class SearchParams:
-    """Ansor's search parameters and defaults (population 2048, 4 generations)."""
-    eps_greedy: float = 0.05
-    sample_init_min_population: int = 50
-    evolutionary_search_population: int = 2048
-    evolutionary_search_num_iters: int = 4
-    evolutionary_search_mutation_prob: float = 0.85
-    use_measured_ratio: float = 0.2
-    max_sample_tries_factor: int = 8
-    mutation_weights: tuple = MUTATIONS
-    # not in Ansor: the task's default schedule, as a state, is measured in the first
-    # round and joins the population, so the search starts from it (default_state.py)
-    seed_default_schedule: bool = True
-
-    def __post_init__(self):
-        check_fields(self, ("eps_greedy", "evolutionary_search_mutation_prob",
-                            "use_measured_ratio"), 0, high=1)
-        check_fields(self, ("sample_init_min_population", "evolutionary_search_population",
-                            "max_sample_tries_factor"), 1, integer=True)
-        check_fields(self, ("evolutionary_search_num_iters",), 0, integer=True)
+__all__ = ["SearchParams", "SketchPolicy"]
 
 
 def _check_callbacks(callbacks) -> list:
@@ -97,89 +78,84 @@ class SketchPolicy:
         return sketches
 
     def sample_initial_population(self, n: int) -> list:
-        sketches = self.generate_sketches()
-        out: list = []
-        keys: set = set()
-        tries = 0
-        while len(out) < n and tries < n * self.params.max_sample_tries_factor:
-            tries += 1
-            try:
-                st = sample_state(self.rng.choice(sketches), self.rng, self.num_cores)
-            except InvalidStepError:
-                continue
-            if scope_violation(st) is not None:
-                continue
-            key = str(st)
-            if key not in keys:
-                keys.add(key)
-                out.append(st)
-        return out
+        return sample_population(self.generate_sketches(), n, self.rng, self.num_cores,
+                                 self.params.max_sample_tries_factor)
 
     # ------------------------------------------------------------------ evolution
     def evolutionary_search(self, init_population: list, n_out: int) -> list:
-        p = self.params
-        population = list(init_population)
-        best: list = []            # min-heap of (score, tiebreak, state)
-        in_best: set = set()
-        tiebreak = 0
-        for it in range(p.evolutionary_search_num_iters + 1):
-            if not population:
-                break
-            scores = self.model.predict(self.task, population)
-            for sc, st in zip(scores, population):
-                key = str(st)
-                if key in self.measured_keys or key in in_best:
-                    continue
-                tiebreak += 1
-                item = (sc, tiebreak, st)
-                if len(best) < n_out:
-                    heapq.heappush(best, item)
-                    in_best.add(key)
-                elif sc > best[0][0]:
-                    in_best.discard(str(heapq.heapreplace(best, item)[2]))
-                    in_best.add(key)
-            if it == p.evolutionary_search_num_iters:
-                break
-            population = self._next_generation(population, scores)
-        return [st for _, _, st in sorted(best, key=lambda x: (-x[0], x[1]))]
+        """The ``n_out`` best-scored unmeasured states evolved from ``init_population``
+        in this process, best first."""
+        return [st for _, st in self._evolve(init_population, n_out, self.params)]
+
+    def _evolve(self, population, n_out, params) -> list:
+        return evolve(self.model, self.task, population, n_out, params, self.rng,
+                      self.num_cores, self.measured_keys)
 
     def _next_generation(self, population, scores) -> list:
+        return next_generation(population, scores, self.params, self.rng, self.num_cores)
+
+    def _search(self, n_init: int, seeds: list, n_out: int) -> tuple:
+        """(random initial sample of this process, best evolved states): the population
+        split into islands, one here and one per helper process (islands.py)."""
         p = self.params
-        lo = min(scores)
-        weights = [s - lo + 1e-6 for s in scores]
-        nxt: list = []
-        tries = 0
-        # cumulative weights once: a weighted draw is then a bisection, not a pass over
-        # the whole population per child
-        cum = list(itertools.accumulate(weights))
-        while len(nxt) < p.evolutionary_search_population and tries < 4 * \
-                p.evolutionary_search_population:
-            tries += 1
-            parent = self.rng.choices(population, cum_weights=cum, k=1)[0]
-            if self.rng.random() < p.evolutionary_search_mutation_prob:
-                child = mutate(parent, self.rng, self.num_cores, p.mutation_weights)
-                if child is not None and scope_violation(child) is None:
-                    nxt.append(child)
-            else:
-                nxt.append(parent)
-        return nxt
+        helpers = helpers_for(p, self.num_cores)
+        snapshot = self.model.snapshot() if helpers and hasattr(self.model, "snapshot") \
+            else None
+        if snapshot is None:
+            init = self.sample_initial_population(n_init)
+            return init, self.evolutionary_search(init + seeds, n_out)
+        k = helpers + 1
+        island = replace(p, evolutionary_search_population=max(
+            1, p.evolutionary_search_population // k))
+        run = start_islands(self.task, snapshot, island, seeds, helpers,
+                            math.ceil(n_init / k), self.measured_keys, n_out,
+                            self.num_cores, self.rng)
+        init = self.sample_initial_population(math.ceil(n_init / k))
+        scored = self._evolve(init + seeds, n_out, island)
+        done, failed = run.results()
+        for msg in failed:
+            warnings.warn(f"SketchPolicy: a search island of "
+                          f"{self.task.desc or self.task.workload_key!r} failed "
+                          f"({msg}); this round uses the other islands", stacklevel=3)
+        return init, self._merge(scored, done, n_out)
+
+    def _merge(self, scored: list, remote: list, n_out: int) -> list:
+        """The ``n_out`` best of every island's (score, state), replaying the helpers'
+        steps here; ties keep island order (this process first)."""
+        pool = list(scored)
+        for island in remote:
+            for sc, steps in island:
+                st = replay(self.task.compute_dag, steps)
+                if st is not None:
+                    pool.append((sc, st))
+        pool.sort(key=lambda x: -x[0])
+        out: list = []
+        seen: set = set()
+        for _, st in pool:
+            key = str(st)
+            if key not in seen and key not in self.measured_keys:
+                seen.add(key)
+                out.append(st)
+            if len(out) == n_out:
+                break
+        return out
 
     # ------------------------------------------------------------------ rounds
     def pick_states(self, num: int) -> list:
         t0 = time.perf_counter()
         p = self.params
-        # as Ansor: a full population of random samples (at least the minimum)
-        init = self.sample_initial_population(max(p.sample_init_min_population,
-                                                  p.evolutionary_search_population, num))
+        # as Ansor: a full population of random samples (at least the minimum), of
+        # which this process samples its island's share
+        n_init = max(p.sample_init_min_population, p.evolutionary_search_population, num)
         seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
-        seeds = seeds[:int(p.use_measured_ratio * len(init)) + 1]
+        seeds = seeds[:int(p.use_measured_ratio * n_init) + 1]
         picks: list = []
         keys: set = set()
         dflt = self._take_default_state()
         if dflt is not None:
             self._take(dflt, picks, keys)
             seeds.append(dflt)
-        best = self.evolutionary_search(init + seeds, num * 2)
+        init, best = self._search(n_init, seeds, num * 2)
         n_greedy = int(round(num * (1 - p.eps_greedy)))
         for st in best:
             if len(picks) >= n_greedy:

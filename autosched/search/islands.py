@@ -1,0 +1,113 @@
+"""Parallel evolutionary search: islands of the population evolved in helper processes
+while the tuner evolves its own island.
+
+Role: Ansor runs its population of 2048 on a C++ thread pool; in pure Python the
+search is the tuner's main cost outside builds and runs, and it used one core while
+the others idled between measurement batches.  ``start_islands`` hands each helper
+process a complete, smaller search of the same kind (``evolution.evolve`` on
+``population / islands`` states: its own random sample plus the round's seeds); the
+caller evolves its own island meanwhile and ``IslandRun.results`` gives every
+helper's best (score, transform steps), which the caller replays and merges.
+
+Invariants:
+- a job carries everything it needs: the task (pickled whole, as build jobs are), a
+  predict-only snapshot of the cost model (``snapshot()``: the same scores the tuner
+  computes), the search parameters, a seed drawn from the policy's generator, the
+  seeds' steps and the printouts of the measured states, which are never returned;
+- helpers are ``WorkerPool`` processes (fork server; they never import the user's
+  main module) shared by every policy of the process, one batch at a time (a lock);
+- a helper that fails (start, crash, timeout, error) costs only its island: the
+  caller gets the failure's description and carries on with the other islands;
+- helpers keep each task's sketches, so they are generated once per helper.
+"""
+from __future__ import annotations
+
+import os
+import random
+import threading
+
+from ..measure.workers import WorkerPool
+from .evolution import SearchParams, evolve, sample_population
+from .mutation_rules import replay
+from .sketch_rules import generate_sketches
+
+ISLAND_TIMEOUT = 600.0      # seconds for one island's search (a round takes seconds)
+MAX_HELPERS = 3
+
+_LOCK = threading.Lock()
+_POOL: list = []            # [WorkerPool] once started
+_SKETCHES: dict = {}        # in a helper: (workload key, target) -> (task, sketches)
+
+
+def helpers_for(p: SearchParams, num_cores: int) -> int:
+    """How many helper processes a search with parameters ``p`` uses."""
+    if p.evolutionary_search_population < p.parallel_min_population:
+        return 0
+    if p.search_workers is not None:
+        return p.search_workers
+    return max(0, min(MAX_HELPERS, min(num_cores, os.cpu_count() or 1) - 1))
+
+
+def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
+               num_cores) -> list:
+    """One island's search in a helper: [(score, steps)] of its ``n_out`` best."""
+    key = (task.workload_key, str(task.target))
+    if key not in _SKETCHES:
+        _SKETCHES[key] = (task, generate_sketches(task.compute_dag.init_state(), num_cores))
+    task, sketches = _SKETCHES[key]
+    rng = random.Random(seed)
+    population = sample_population(sketches, n_init, rng, num_cores,
+                                   params.max_sample_tries_factor)
+    for steps in seed_steps:
+        st = replay(task.compute_dag, steps)
+        if st is not None:
+            population.append(st)
+    scored = evolve(model, task, population, n_out, params, rng, num_cores, measured)
+    return [(sc, tuple(st.transform_steps)) for sc, st in scored]
+
+
+class IslandRun:
+    """Island jobs running in the helpers (a background thread waits for them)."""
+
+    def __init__(self, jobs: list):
+        self._outcomes: list = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(jobs,), daemon=True,
+                                        name="autosched-islands")
+        self._thread.start()
+
+    def _run(self, jobs) -> None:
+        with _LOCK:
+            try:
+                if not _POOL or _POOL[0].size != len(jobs):
+                    if _POOL:
+                        _POOL.pop().close()
+                    _POOL.append(WorkerPool(len(jobs), name="autosched-search"))
+                self._outcomes = _POOL[0].map(run_island, [tuple(j) for j in jobs],
+                                              ISLAND_TIMEOUT)
+            except BaseException as err:      # reported by results(), never lost
+                self._error = err
+
+    def results(self) -> tuple:
+        """(the successful islands' [(score, steps)] lists, failure descriptions)."""
+        self._thread.join()
+        if self._error is not None:
+            return [], [f"{type(self._error).__name__}: {self._error}"]
+        done, failed = [], []
+        for o in self._outcomes:
+            if o.status == "ok":
+                done.append(o.value)
+            else:
+                last = (str(o.value).strip().splitlines() or [""])[-1]
+                failed.append(f"{o.status}: {last}")
+        return done, failed
+
+
+def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: int,
+                  n_init: int, measured, n_out: int, num_cores: int, rng) -> IslandRun:
+    """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``."""
+    seed_steps = [tuple(st.transform_steps) for st in seeds]
+    measured = frozenset(measured)
+    jobs = [(task, snapshot, params, rng.randrange(2 ** 31), n_init, seed_steps, measured,
+             n_out, num_cores) for _ in range(n_helpers)]
+    return IslandRun(jobs)

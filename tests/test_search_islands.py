@@ -1,0 +1,137 @@
+"""The evolutionary search split into islands run by helper processes: reproducible,
+never returning measured or duplicate states, scored as in-process, and robust to a
+helper that fails."""
+import pickle
+import random
+
+import pytest
+
+import autosched as auto
+from autosched import catalog  # noqa: F401  (registers built-in workloads)
+from autosched.cost_model import CostModel, RandomModel, XGBModel
+from autosched.measure import MeasureInput, MeasureResult
+from autosched.search import islands
+from autosched.search.evolution import SearchParams
+from autosched.search.mutation_rules import replay
+
+# a population large enough for islands (the threshold is lowered to it), kept small
+PARALLEL = SearchParams(evolutionary_search_population=96, evolutionary_search_num_iters=2,
+                        sample_init_min_population=32, parallel_min_population=64,
+                        search_workers=1)
+
+
+def _task():
+    return auto.SearchTask(func="matmul", args=(64, 64, 64))
+
+
+def _measure(policy, states, seed=0):
+    rng = random.Random(seed)
+    policy.record_measured([MeasureInput(policy.task, s) for s in states],
+                           [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
+                            for _ in states])
+
+
+def _two_rounds(seed):
+    policy = auto.SketchPolicy(_task(), RandomModel(seed), params=PARALLEL, seed=seed,
+                               verbose=0)
+    first = policy.pick_states(8)
+    _measure(policy, first)
+    return policy, first, policy.pick_states(8)
+
+
+def test_helpers_for_population_threshold_and_explicit_count():
+    assert islands.helpers_for(SearchParams(evolutionary_search_population=100), 2) == 0
+    assert islands.helpers_for(SearchParams(search_workers=2), 2) == 2
+    assert islands.helpers_for(SearchParams(search_workers=0), 8) == 0
+    assert islands.helpers_for(SearchParams(), 1) == 0
+    auto_count = islands.helpers_for(SearchParams(), 64)
+    assert 0 <= auto_count <= islands.MAX_HELPERS
+
+
+def test_search_workers_must_be_a_count():
+    with pytest.raises(ValueError, match="SearchParams search_workers=-1: expected an int >= 0"):
+        SearchParams(search_workers=-1)
+
+
+def test_parallel_rounds_are_reproducible_distinct_and_unmeasured():
+    policy, first, second = _two_rounds(5)
+    _, first_again, second_again = _two_rounds(5)
+    assert [str(s) for s in first] == [str(s) for s in first_again]
+    assert [str(s) for s in second] == [str(s) for s in second_again]
+    keys = [str(s) for s in second]
+    assert len(second) == 8 and len(set(keys)) == 8
+    assert not set(keys) & {str(s) for s in first}
+    # every pick replays from its own steps (helpers' states are rebuilt here)
+    for st in second:
+        assert str(replay(policy.task.compute_dag, st.transform_steps)) == str(st)
+
+
+def test_run_island_returns_scored_replayable_unmeasured_steps():
+    task = _task()
+    policy = auto.SketchPolicy(task, params=PARALLEL, seed=0, verbose=0)
+    pop = policy.sample_initial_population(12)
+    measured = {str(s) for s in pop[:4]}
+    out = islands.run_island(task, RandomModel(1), PARALLEL, 7, 16, [pop[0].transform_steps],
+                             measured, 10, 2)
+    assert len(out) == 10
+    scores = [sc for sc, _ in out]
+    assert scores == sorted(scores, reverse=True)
+    states = [replay(task.compute_dag, steps) for _, steps in out]
+    keys = {str(s) for s in states}
+    assert len(keys) == 10 and not keys & measured
+
+
+def test_xgb_snapshot_scores_as_the_model_and_pickles():
+    task = _task()
+    policy = auto.SketchPolicy(task, params=PARALLEL, seed=0, verbose=0)
+    states = policy.sample_initial_population(40)
+    model = XGBModel(seed=0, prior=None)
+    rng = random.Random(0)
+    model.update([MeasureInput(task, s) for s in states],
+                 [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
+                  for _ in states])
+    model.params = type(model.params)(num_warmup_sample=10, num_boost_round=20)
+    expect = model.predict(task, states[:10])
+    snap = pickle.loads(pickle.dumps(model.snapshot()))
+    assert snap.num_records == 0
+    assert snap.predict(task, states[:10]) == pytest.approx(expect, rel=1e-6)
+    # before any training the copy scores with the prior, as the model does
+    fresh = XGBModel(seed=0)
+    assert fresh.has_prior
+    prior_only = pickle.loads(pickle.dumps(fresh.snapshot()))
+    assert prior_only.predict(task, states[:10]) == pytest.approx(
+        fresh.predict(task, states[:10]), rel=1e-6)
+
+
+class _BrokenSnapshot(CostModel):
+    """Scores in the tuner; its helper copy raises."""
+
+    def predict(self, task, states):
+        return [random.Random(str(s)).random() for s in states]
+
+    def snapshot(self):
+        return _Raises()
+
+
+class _Raises(CostModel):
+    def predict(self, task, states):
+        raise RuntimeError("helper model broke")
+
+
+def test_a_failing_helper_island_warns_and_the_round_goes_on():
+    policy = auto.SketchPolicy(_task(), _BrokenSnapshot(), params=PARALLEL, seed=0,
+                               verbose=0)
+    with pytest.warns(UserWarning, match=r"search island of .* failed \(error: .*helper "
+                                         r"model broke"):
+        picks = policy.pick_states(8)
+    assert len(picks) == 8 and len({str(s) for s in picks}) == 8
+
+
+def test_models_without_snapshot_search_in_process():
+    class Plain(CostModel):
+        def predict(self, task, states):
+            return [0.5] * len(states)
+
+    assert Plain().snapshot() is None
+    policy = auto.SketchPolicy(_task(), Plain(), params=PARALLEL, seed=0, verbose=0)
+    assert len(policy.pick_states(8)) == 8
