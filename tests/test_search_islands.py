@@ -135,3 +135,17 @@ def test_models_without_snapshot_search_in_process():
     assert Plain().snapshot() is None
     policy = auto.SketchPolicy(_task(), Plain(), params=PARALLEL, seed=0, verbose=0)
     assert len(policy.pick_states(8)) == 8
+
+
+def test_helpers_that_cannot_start_are_not_retried(monkeypatch):
+    def no_start(self, fn, jobs, timeout):
+        raise islands.WorkerError("worker process 'autosched-search-0' was not ready")
+
+    monkeypatch.setattr(islands.WorkerPool, "map", no_start)
+    monkeypatch.setattr(islands, "_START_FAILED", [])
+    monkeypatch.setattr(islands, "_POOL", [])
+    policy = auto.SketchPolicy(_task(), RandomModel(0), params=PARALLEL, seed=0, verbose=0)
+    with pytest.warns(UserWarning, match="WorkerError: worker process .* was not ready"):
+        assert len(policy.pick_states(8)) == 8
+    assert islands.helpers_for(PARALLEL, 2) == 0
+    assert len(policy.pick_states(8)) == 8       # in-process now, no warning

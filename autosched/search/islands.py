@@ -17,7 +17,9 @@ Invariants:
 - helpers are ``WorkerPool`` processes (fork server; they never import the user's
   main module) shared by every policy of the process, one batch at a time (a lock);
 - a helper that fails (start, crash, timeout, error) costs only its island: the
-  caller gets the failure's description and carries on with the other islands;
+  caller gets the failure's description and carries on with the other islands; when
+  helpers cannot even be started, later searches of the process stay in-process
+  instead of waiting for a start-up timeout every round;
 - helpers keep each task's sketches, so they are generated once per helper.
 """
 from __future__ import annotations
@@ -26,7 +28,7 @@ import os
 import random
 import threading
 
-from ..measure.workers import WorkerPool
+from ..measure.workers import WorkerError, WorkerPool
 from .evolution import SearchParams, evolve, sample_population
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
@@ -37,11 +39,12 @@ MAX_HELPERS = 3
 _LOCK = threading.Lock()
 _POOL: list = []            # [WorkerPool] once started
 _SKETCHES: dict = {}        # in a helper: (workload key, target) -> (task, sketches)
+_START_FAILED: list = []    # the reason, once helpers could not be started
 
 
 def helpers_for(p: SearchParams, num_cores: int) -> int:
     """How many helper processes a search with parameters ``p`` uses."""
-    if p.evolutionary_search_population < p.parallel_min_population:
+    if p.evolutionary_search_population < p.parallel_min_population or _START_FAILED:
         return 0
     if p.search_workers is not None:
         return p.search_workers
@@ -87,6 +90,8 @@ class IslandRun:
                                               ISLAND_TIMEOUT)
             except BaseException as err:      # reported by results(), never lost
                 self._error = err
+                if isinstance(err, WorkerError):
+                    _START_FAILED.append(str(err))
 
     def results(self) -> tuple:
         """(the successful islands' [(score, steps)] lists, failure descriptions)."""

@@ -94,23 +94,27 @@ class SketchPolicy:
     def _next_generation(self, population, scores) -> list:
         return next_generation(population, scores, self.params, self.rng, self.num_cores)
 
-    def _search(self, n_init: int, seeds: list, n_out: int) -> tuple:
+    def _search(self, n_init: int, extra: list, n_out: int) -> tuple:
         """(random initial sample of this process, best evolved states): the population
-        split into islands, one here and one per helper process (islands.py)."""
+        split into islands, one here and one per helper process (islands.py).  Each
+        island's initial population is its random share plus, as Ansor's, the best
+        measured states (``use_measured_ratio`` of its size) and ``extra`` seeds."""
         p = self.params
         helpers = helpers_for(p, self.num_cores)
-        snapshot = self.model.snapshot() if helpers and hasattr(self.model, "snapshot") \
-            else None
+        snap = getattr(self.model, "snapshot", None)     # duck-typed models may lack it
+        snapshot = snap() if helpers and snap is not None else None
+        k = 1 if snapshot is None else helpers + 1
+        share = math.ceil(n_init / k)
+        seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
+        seeds = seeds[:int(p.use_measured_ratio * share) + 1] + extra
         if snapshot is None:
             init = self.sample_initial_population(n_init)
             return init, self.evolutionary_search(init + seeds, n_out)
-        k = helpers + 1
         island = replace(p, evolutionary_search_population=max(
             1, p.evolutionary_search_population // k))
-        run = start_islands(self.task, snapshot, island, seeds, helpers,
-                            math.ceil(n_init / k), self.measured_keys, n_out,
-                            self.num_cores, self.rng)
-        init = self.sample_initial_population(math.ceil(n_init / k))
+        run = start_islands(self.task, snapshot, island, seeds, helpers, share,
+                            self.measured_keys, n_out, self.num_cores, self.rng)
+        init = self.sample_initial_population(share)
         scored = self._evolve(init + seeds, n_out, island)
         done, failed = run.results()
         for msg in failed:
@@ -147,15 +151,12 @@ class SketchPolicy:
         # as Ansor: a full population of random samples (at least the minimum), of
         # which this process samples its island's share
         n_init = max(p.sample_init_min_population, p.evolutionary_search_population, num)
-        seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
-        seeds = seeds[:int(p.use_measured_ratio * n_init) + 1]
         picks: list = []
         keys: set = set()
         dflt = self._take_default_state()
         if dflt is not None:
             self._take(dflt, picks, keys)
-            seeds.append(dflt)
-        init, best = self._search(n_init, seeds, num * 2)
+        init, best = self._search(n_init, [] if dflt is None else [dflt], num * 2)
         n_greedy = int(round(num * (1 - p.eps_greedy)))
         for st in best:
             if len(picks) >= n_greedy:
