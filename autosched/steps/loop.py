@@ -192,7 +192,8 @@ def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
         exts = [None, *lengths] if inner_to_outer else [*lengths, None]
     else:
         exts = split_chain_extents(it.extent, lengths, inner_to_outer)
-    new = tuple(S.Iterator(f"{it.name}.{k}", e, it.kind) for k, e in enumerate(exts))
+    name, kind = it.name, it.kind
+    new = tuple([S.make_iterator(f"{name}.{k}", e, kind) for k, e in enumerate(exts)])
     iters = list(st.iters)
     iters[iid:iid + 1] = new
     n = len(new)
