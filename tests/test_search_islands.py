@@ -149,3 +149,18 @@ def test_helpers_that_cannot_start_are_not_retried(monkeypatch):
         assert len(policy.pick_states(8)) == 8
     assert islands.helpers_for(PARALLEL, 2) == 0
     assert len(policy.pick_states(8)) == 8       # in-process now, no warning
+
+
+class _UnpicklableSnapshot(_BrokenSnapshot):
+    def snapshot(self):
+        model = RandomModel(0)
+        model.hook = lambda: None          # lambdas do not pickle
+        return model
+
+
+def test_a_snapshot_that_cannot_be_sent_warns_and_the_round_goes_on():
+    policy = auto.SketchPolicy(_task(), _UnpicklableSnapshot(), params=PARALLEL, seed=0,
+                               verbose=0)
+    with pytest.warns(UserWarning, match=r"search island of .* failed \((Pickling|Attribute)"):
+        picks = policy.pick_states(8)
+    assert len(picks) == 8 and len({str(s) for s in picks}) == 8

@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import threading
 
@@ -51,6 +52,11 @@ def helpers_for(p: SearchParams, num_cores: int) -> int:
     return max(0, min(MAX_HELPERS, min(num_cores, os.cpu_count() or 1) - 1))
 
 
+def run_island_job(payload: bytes) -> list:
+    """A helper's entry point: the job's arguments were pickled by the tuner's thread."""
+    return run_island(*pickle.loads(payload))
+
+
 def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
                num_cores) -> list:
     """One island's search in a helper: [(score, steps)] of its ``n_out`` best."""
@@ -70,14 +76,18 @@ def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
 
 
 class IslandRun:
-    """Island jobs running in the helpers (a background thread waits for them)."""
+    """Island jobs running in the helpers (a background thread waits for them).  The
+    jobs arrive pickled: the tuner's thread goes on using the task (its DAG fills
+    caches lazily), so pickling it from the background thread could see a dict change
+    size mid-iteration."""
 
-    def __init__(self, jobs: list):
+    def __init__(self, jobs: list, error: BaseException | None = None):
         self._outcomes: list = []
-        self._error: BaseException | None = None
+        self._error = error
         self._thread = threading.Thread(target=self._run, args=(jobs,), daemon=True,
                                         name="autosched-islands")
-        self._thread.start()
+        if error is None:
+            self._thread.start()
 
     def _run(self, jobs) -> None:
         with _LOCK:
@@ -86,7 +96,7 @@ class IslandRun:
                     if _POOL:
                         _POOL.pop().close()
                     _POOL.append(WorkerPool(len(jobs), name="autosched-search"))
-                self._outcomes = _POOL[0].map(run_island, [tuple(j) for j in jobs],
+                self._outcomes = _POOL[0].map(run_island_job, [(j,) for j in jobs],
                                               ISLAND_TIMEOUT)
             except BaseException as err:      # reported by results(), never lost
                 self._error = err
@@ -95,7 +105,8 @@ class IslandRun:
 
     def results(self) -> tuple:
         """(the successful islands' [(score, steps)] lists, failure descriptions)."""
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
         if self._error is not None:
             return [], [f"{type(self._error).__name__}: {self._error}"]
         done, failed = [], []
@@ -113,6 +124,10 @@ def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: 
     """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``."""
     seed_steps = [tuple(st.transform_steps) for st in seeds]
     measured = frozenset(measured)
-    jobs = [(task, snapshot, params, rng.randrange(2 ** 31), n_init, seed_steps, measured,
-             n_out, num_cores) for _ in range(n_helpers)]
+    seeds_drawn = [rng.randrange(2 ** 31) for _ in range(n_helpers)]
+    try:
+        jobs = [pickle.dumps((task, snapshot, params, seed, n_init, seed_steps, measured,
+                              n_out, num_cores)) for seed in seeds_drawn]
+    except (pickle.PicklingError, TypeError, AttributeError) as err:
+        return IslandRun([], error=err)      # e.g. a model whose snapshot cannot travel
     return IslandRun(jobs)
