@@ -25,6 +25,7 @@ from dataclasses import replace
 from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
 from ..measure.measurer import MeasureInput
+from ..state import State
 from .evolution import SearchParams, evolve, next_generation, sample_population
 from .islands import helpers_for, start_islands
 from .mutation_rules import replay
@@ -124,24 +125,25 @@ class SketchPolicy:
         return init, self._merge(scored, done, n_out)
 
     def _merge(self, scored: list, remote: list, n_out: int) -> list:
-        """The ``n_out`` best of every island's (score, state), replaying the helpers'
-        steps here; ties keep island order (this process first)."""
-        pool = list(scored)
+        """The ``n_out`` best of every island's (score, state); a helper's steps are
+        replayed here only when they make the cut.  Ties keep island order (this
+        process first)."""
+        pool = [(sc, st) for sc, st in scored]
         for island in remote:
-            for sc, steps in island:
-                st = replay(self.task.compute_dag, steps)
-                if st is not None:
-                    pool.append((sc, st))
-        pool.sort(key=lambda x: -x[0])
+            pool.extend(island)
+        pool.sort(key=lambda x: -x[0])        # stable: island order breaks ties
         out: list = []
         seen: set = set()
-        for _, st in pool:
+        for _, item in pool:
+            st = item if isinstance(item, State) else replay(self.task.compute_dag, item)
+            if st is None:
+                continue
             key = str(st)
             if key not in seen and key not in self.measured_keys:
                 seen.add(key)
                 out.append(st)
-            if len(out) == n_out:
-                break
+                if len(out) == n_out:
+                    break
         return out
 
     # ------------------------------------------------------------------ rounds
