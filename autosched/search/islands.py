@@ -52,9 +52,13 @@ def helpers_for(p: SearchParams, num_cores: int) -> int:
     return max(0, min(MAX_HELPERS, min(num_cores, os.cpu_count() or 1) - 1))
 
 
-def run_island_job(payload: bytes) -> list:
-    """A helper's entry point: the job's arguments were pickled by the tuner's thread."""
-    return run_island(*pickle.loads(payload))
+def run_island_job(seed: int, payload: bytes) -> list:
+    """A helper's entry point: the round's shared arguments were pickled once, by the
+    tuner's thread; only the island's seed differs between helpers."""
+    task, model, params, n_init, seed_steps, measured, n_out, num_cores = \
+        pickle.loads(payload)
+    return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
+                      num_cores)
 
 
 def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
@@ -96,8 +100,7 @@ class IslandRun:
                     if _POOL:
                         _POOL.pop().close()
                     _POOL.append(WorkerPool(len(jobs), name="autosched-search"))
-                self._outcomes = _POOL[0].map(run_island_job, [(j,) for j in jobs],
-                                              ISLAND_TIMEOUT)
+                self._outcomes = _POOL[0].map(run_island_job, jobs, ISLAND_TIMEOUT)
             except BaseException as err:      # reported by results(), never lost
                 self._error = err
                 if isinstance(err, WorkerError):
@@ -126,8 +129,8 @@ def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: 
     measured = frozenset(measured)
     seeds_drawn = [rng.randrange(2 ** 31) for _ in range(n_helpers)]
     try:
-        jobs = [pickle.dumps((task, snapshot, params, seed, n_init, seed_steps, measured,
-                              n_out, num_cores)) for seed in seeds_drawn]
+        payload = pickle.dumps((task, snapshot, params, n_init, seed_steps, measured, n_out,
+                                num_cores))
     except (pickle.PicklingError, TypeError, AttributeError) as err:
         return IslandRun([], error=err)      # e.g. a model whose snapshot cannot travel
-    return IslandRun(jobs)
+    return IslandRun([(seed, payload) for seed in seeds_drawn])
