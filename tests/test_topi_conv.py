@@ -85,6 +85,9 @@ PACKED_CASES = [  # (n, c, h, w), (oc, k), stride, padding, v, fused bias+relu
     ((1, 4, 28, 28), (8, 3), 2, 1, 8, True),             # 14 columns: tile 7
     ((1, 6, 13, 13), (8, 3), 1, 1, 4, False),            # 13 columns: an uneven tile
     ((2, 8, 14, 14), (16, 1), 2, 0, 8, False),           # 1x1, batch 2, conv is the output
+    ((1, 8, 16, 16), (32, 3), 1, 1, 8, True),            # 2 channel vectors x 4 columns
+    ((1, 8, 20, 20), (16, 3), 2, 1, 8, True),            # 10 x 10 out: 2 x 2 rows x 2 columns
+    ((1, 8, 12, 12), (16, 1), 1, 0, 8, False),           # 1x1, 2 x 4 tile, conv is the output
 ]
 
 
@@ -113,6 +116,27 @@ def test_conv2d_nchw_packed_filter(case):
                      [X, K, B, out] if fused else [X, K, conv]))
     # channels vectorized: each filter tap is one contiguous vector load
     assert "K[T.Ramp(" in text and f", 1, {v})]" in text
+
+
+@pytest.mark.parametrize("oc, oh, ow, tile", [
+    (128, 28, 28, (2, 1, 4)), (256, 14, 14, (2, 2, 2)), (512, 7, 7, (1, 1, 7)),
+    (8, 28, 28, (1, 1, 7)), (256, 7, 14, (1, 1, 7)), (16, 13, 13, (1, 1, 7))])
+def test_packed_register_tile(oc, oh, ow, tile):
+    """Two channel vectors when the tile has 8 accumulators without a tail, else one."""
+    assert topi.x86.conv2d.packed_register_tile(oc, oh, ow, 8) == tile
+
+
+def test_packed_two_channel_vectors_lowered():
+    """A 2 x 4 tile: two filter vectors per tap, each broadcast input feeds both."""
+    X = te.placeholder((1, 8, 16, 16), name="X")
+    K = te.placeholder((4, 8, 3, 3, 8), name="K")
+    conv = topi.nn.conv2d(X, K, 1, 1, 1, "NCHW", "OIHW8o")
+    text = str(lower(topi.x86.schedule_conv2d_nchw(conv), [X, K, conv]))
+    loads = {ln.split("K[T.Ramp(")[1].split(",")[0] for ln in text.splitlines()
+             if "K[T.Ramp(" in ln}
+    # the second vector is the next filter block: 8 input channels x 3 x 3 taps x 8 later
+    assert len(loads) == 2 and any(x.endswith("rx_c * 8 + 576") for x in loads)
+    assert text.count("T.Broadcast(pad_temp[") == 8
 
 
 def test_conv2d_packed_filter_errors():
