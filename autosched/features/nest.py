@@ -65,9 +65,24 @@ class Nest:
 
 
 # ---------------------------------------------------------------------- step mirroring
+# Memos of the pure per-op / per-atom arithmetic below.  A search round mirrors ~10^4
+# states made of a few hundred distinct (atoms, lengths) splits, so the hit rate is >99%;
+# keys hold only immutable values (ops, tuples), and each memo is cleared when full.
+_MEMO_LIMIT = 16384
+_ROOT_CACHE: dict = {}
+_SPLIT_CACHE: dict = {}
+_LOOPS_CACHE: dict = {}
+
+
 def _root_leaves(op) -> list:
-    exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
-    return [((r, 1, e),) if e > 1 else () for r, e in enumerate(exts)]
+    hit = _ROOT_CACHE.get(op)
+    if hit is None:
+        if len(_ROOT_CACHE) > _MEMO_LIMIT:
+            _ROOT_CACHE.clear()
+        exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
+        hit = _ROOT_CACHE[op] = tuple([((r, 1, e),) if e > 1 else ()
+                                       for r, e in enumerate(exts)])
+    return list(hit)
 
 
 def _carve(atoms, inner_exts) -> list:
@@ -105,8 +120,9 @@ def _fuse(leaves) -> tuple:
     return tuple(out)
 
 
-def _split_exts(step, steps, extent) -> list:
-    """Extents of the inner pieces of a split step (as ``split_state`` makes them)."""
+def _split_atoms(step, steps, atoms) -> tuple:
+    """The pieces a split step makes of a leaf's atoms (as ``split_state`` makes them),
+    memoized on (atoms, lengths, direction)."""
     t = type(step)
     if t is SplitStep:
         lengths, i2o = step.lengths, step.inner_to_outer
@@ -114,10 +130,17 @@ def _split_exts(step, steps, extent) -> list:
         lengths, i2o = step.lengths(steps), True
     else:
         lengths, i2o = (step.length(steps),), step.factor_or_nparts
-    lengths = [x or 1 for x in lengths]
-    if i2o:
-        return lengths
-    return split_chain_extents(extent, lengths, False)[1:]
+    key = (atoms, lengths, i2o)
+    hit = _SPLIT_CACHE.get(key)
+    if hit is None:
+        if len(_SPLIT_CACHE) > _MEMO_LIMIT:
+            _SPLIT_CACHE.clear()
+        lengths = [x or 1 for x in lengths]
+        if not i2o:
+            ext = prod(a[2] for a in atoms) if atoms else 1
+            lengths = split_chain_extents(ext, lengths, False)[1:]
+        hit = _SPLIT_CACHE[key] = tuple(_carve(atoms, lengths))
+    return hit
 
 
 def _final_positions(steps, n0) -> dict:
@@ -144,10 +167,8 @@ def mirror_leaves(state) -> list:
     for step in steps:
         t = type(step)
         if t is SplitStep or t is FollowSplitStep or t is FollowFusedSplitStep:
-            lv = leaves[step.stage_id]
-            atoms = lv[step.iter_id]
-            ext = prod(a[2] for a in atoms) if atoms else 1
-            lv[step.iter_id:step.iter_id + 1] = _carve(atoms, _split_exts(step, steps, ext))
+            lv, iid = leaves[step.stage_id], step.iter_id
+            lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
         elif t is FuseStep:
             lv, ids_ = leaves[step.stage_id], step.fused_ids
             lv[ids_[0]:ids_[-1] + 1] = [_fuse(lv[i] for i in ids_)]
@@ -265,6 +286,20 @@ def _position(roots, n_sp, n_root) -> int:
 
 
 def _own_loops(atoms_list, stage, info, root_ext):
+    """(ext, ann, pos, span, step) of a stage's own loops; all but the annotations
+    depend only on (op body, atoms, root extents), so they are memoized on those (about
+    half the stages of a search round recur).  The shared arrays are read-only."""
+    key = (info, tuple(atoms_list), tuple(root_ext))
+    hit = _LOOPS_CACHE.get(key)
+    if hit is None:
+        if len(_LOOPS_CACHE) > _MEMO_LIMIT:
+            _LOOPS_CACHE.clear()
+        hit = _LOOPS_CACHE[key] = _loop_geometry(atoms_list, info, root_ext)
+    ext, pos, span, step = hit
+    return ext, [it.annotation for it in stage.iters], pos, span, step
+
+
+def _loop_geometry(atoms_list, info, root_ext):
     n, R, n_sp = len(atoms_list), info.n_root, info.n_spatial
     act = None if root_ext == info.root_ext else _shrink(atoms_list, root_ext, info.root_ext)
     span, step = [0.0] * (n * R), [0.0] * (n * R)
@@ -282,8 +317,9 @@ def _own_loops(atoms_list, stage, info, root_ext):
             step[l * R + last[0]] = last[1]
         ext[l] = x
         pos[l] = _position(roots if len(roots) < 2 else set(roots), n_sp, R)
-    return (ext, [it.annotation for it in stage.iters], pos,
-            np.array(span).reshape(n, R), np.array(step).reshape(n, R))
+    span_a, step_a = np.array(span).reshape(n, R), np.array(step).reshape(n, R)
+    span_a.flags.writeable = step_a.flags.writeable = False
+    return ext, pos, span_a, step_a
 
 
 def build_nests(state) -> list:
