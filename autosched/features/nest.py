@@ -72,6 +72,8 @@ _MEMO_LIMIT = 16384
 _ROOT_CACHE: dict = {}
 _SPLIT_CACHE: dict = {}
 _LOOPS_CACHE: dict = {}
+_FUSE_CACHE: dict = {}
+_RANGE_CACHE: dict = {}
 
 
 def _root_leaves(op) -> list:
@@ -118,6 +120,16 @@ def _fuse(leaves) -> tuple:
             else:
                 out.append(a)
     return tuple(out)
+
+
+def _fused(leaves: tuple) -> tuple:
+    """``_fuse`` memoized on the fused leaves' atoms."""
+    hit = _FUSE_CACHE.get(leaves)
+    if hit is None:
+        if len(_FUSE_CACHE) > _MEMO_LIMIT:
+            _FUSE_CACHE.clear()
+        hit = _FUSE_CACHE[leaves] = _fuse(leaves)
+    return hit
 
 
 def _split_atoms(step, steps, atoms) -> tuple:
@@ -171,7 +183,7 @@ def mirror_leaves(state) -> list:
             lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
         elif t is FuseStep:
             lv, ids_ = leaves[step.stage_id], step.fused_ids
-            lv[ids_[0]:ids_[-1] + 1] = [_fuse(lv[i] for i in ids_)]
+            lv[ids_[0]:ids_[-1] + 1] = [_fused(tuple([lv[i] for i in ids_]))]
         elif t is ReorderStep:
             lv = leaves[step.stage_id]
             leaves[step.stage_id] = [lv[i] for i in step.after_ids]
@@ -225,14 +237,29 @@ def _reader(pinfo, op):
 
 
 def _attached_range(info, parent, k):
-    """(root extents, index map M[root of stage, root of parent]) of a stage attached
-    inside ``parent``'s loop ``k - 1``."""
+    """(root extents, |M|.T, M.T) of a stage attached inside ``parent``'s loop ``k - 1``,
+    for the index map M[root of stage, root of parent].  They depend only on the two
+    bodies and the parent's spans inside the attach point, so they are memoized on
+    those; the shared values are read-only."""
     acc, forms, affine = _reader(parent.info, info.op)
+    inner = None if acc is None else parent.span[k:].sum(axis=0).tolist()
+    key = (parent.info, info, None if inner is None else tuple(inner))
+    hit = _RANGE_CACHE.get(key)
+    if hit is None:
+        if len(_RANGE_CACHE) > _MEMO_LIMIT:
+            _RANGE_CACHE.clear()
+        ext, M = _range_of(info, parent.info, acc, forms, affine, inner)
+        abs_m = np.abs(M)
+        M.flags.writeable = abs_m.flags.writeable = False
+        hit = _RANGE_CACHE[key] = (ext, abs_m.T, M.T)
+    return hit
+
+
+def _range_of(info, pinfo, acc, forms, affine, inner):
     n_sp = info.n_spatial
-    M = np.zeros((info.n_root, parent.info.n_root))
+    M = np.zeros((info.n_root, pinfo.n_root))
     if acc is None:
         return list(info.root_ext), M
-    inner = parent.span[k:].sum(axis=0).tolist()
     ext = []
     for d in range(n_sp):
         dom = info.root_ext[d]
@@ -338,7 +365,7 @@ def build_nests(state) -> list:
         root_ext, k = info.root_ext, 0
         if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
-            root_ext, M = _attached_range(info, parent, k)
+            root_ext, abs_mt, mt = _attached_range(info, parent, k)
         atoms = _checked(leaves[sid], st)
         ext, ann, pos, span, step = _own_loops(atoms, st, info, root_ext)
         max_unroll = st.auto_unroll_max_step
@@ -346,8 +373,8 @@ def build_nests(state) -> list:
             ext = parent.ext[:k] + ext
             ann = parent.ann[:k] + ann
             pos = [POS_OUTER_SPATIAL] * k + pos
-            span = np.vstack([parent.span[:k] @ np.abs(M).T, span])
-            step = np.vstack([parent.step[:k] @ M.T, step])
+            span = np.vstack([parent.span[:k] @ abs_mt, span])
+            step = np.vstack([parent.step[:k] @ mt, step])
             max_unroll = max_unroll or parent.max_unroll
         nests[sid] = Nest(sid, info, ext, ann, pos, span, step, k, root_ext, max_unroll,
                           parent is not None)
