@@ -94,7 +94,7 @@ class FuseStep:
         kinds = {it.kind for it in its}
         ext = None if any(it.extent is None for it in its) else prod(it.extent for it in its)
         name = "@".join(it.name for it in its) + "@"
-        fused = S.Iterator(name, ext, kinds.pop() if len(kinds) == 1 else S.MIXED)
+        fused = S.make_iterator(name, ext, kinds.pop() if len(kinds) == 1 else S.MIXED)
         iters = list(st.iters)
         iters[ids[0]:ids[-1] + 1] = [fused]
         remap = {i: ids[0] for i in ids}
@@ -180,7 +180,13 @@ class ReorderStep:
 def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
     """Split iterator ``iid`` by ``lengths``; returns the new iterators' ids."""
     st = _stage(state, sid, code)
-    it = _iter(st, iid, code)
+    return _split_checked(state, code, sid, iid, st, _iter(st, iid, code), lengths,
+                          inner_to_outer)
+
+
+def _split_checked(state, code, sid, iid, st, it, lengths, inner_to_outer) -> list:
+    """``split_state`` once stage ``sid`` (``st``) and its iterator ``iid`` (``it``)
+    are known to exist."""
     if not lengths:
         raise InvalidStepError(f"{code}: split of {st.name}.{it.name} needs at least one length")
     for x in lengths:       # a loop, not any(<genexpr>): replays run this ~10^5 times a round
@@ -188,14 +194,13 @@ def split_state(state, code, sid, iid, lengths, inner_to_outer) -> list:
             raise InvalidStepError(f"{code}: split lengths {list(lengths)} of "
                                    f"{st.name}.{it.name} must be positive ints")
     new = _split_iters(it, tuple(lengths), inner_to_outer)
-    iters = list(st.iters)
-    iters[iid:iid + 1] = new
+    iters = st.iters[:iid] + new + st.iters[iid + 1:]
     n = len(new)
     if state.attach_map:    # attach points on the later iterators move by n - 1
         remap = {iid: iid + n - 1}
         remap.update({i: i + n - 1 for i in range(iid + 1, len(st.iters))})
         state.update_attach_iters(sid, remap)
-    state.set_stage(sid, S.replace(st, iters=tuple(iters)))
+    state.set_stage(sid, S.replace(st, iters=iters))
     if None in lengths:
         state.concrete = False
     return list(range(iid, iid + n))
@@ -285,12 +290,13 @@ class SplitStep:
     CODE = "SP"
 
     def apply_to_state(self, state):
-        it = _iter(_stage(state, self.stage_id, self.CODE), self.iter_id, self.CODE)
+        st = _stage(state, self.stage_id, self.CODE)
+        it = _iter(st, self.iter_id, self.CODE)
         if self.extent is not None and it.extent is not None and it.extent != self.extent:
             raise InvalidStepError(f"SP: iterator {it.name} has extent {it.extent}, the step "
                                    f"expects {self.extent}")
-        return split_state(state, self.CODE, self.stage_id, self.iter_id, self.lengths,
-                           self.inner_to_outer)
+        return _split_checked(state, self.CODE, self.stage_id, self.iter_id, st, it,
+                              self.lengths, self.inner_to_outer)
 
     def apply_to_schedule(self, sch):
         split_schedule(sch, self.CODE, self.stage_id, self.iter_id, self.lengths,
@@ -312,10 +318,8 @@ def follow_lengths(steps, src_step_id, n_split) -> tuple:
         raise InvalidStepError(f"FSP: step {src_step_id} is not a split step")
     if not 1 <= n_split <= len(src.lengths) + 1:
         raise InvalidStepError(f"FSP: n_split {n_split} out of range for step {src_step_id}")
-    head = list(src.lengths[:n_split - 1])
     tail = src.lengths[n_split - 1:]
-    last = None if any(x is None for x in tail) else prod(tail)
-    return tuple(head + [last])
+    return (*src.lengths[:n_split - 1], None if None in tail else prod(tail))
 
 
 @dataclass(frozen=True)
