@@ -29,7 +29,10 @@ ROOT, INLINED, ITER = 0, 1, 2
 def freeze(x):
     """A record's nested lists as nested tuples (hashable, and ``repr``-equal to what
     the record reader makes of a logged step)."""
-    return tuple(freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
+    if not isinstance(x, (list, tuple)):
+        return x
+    # recurse only into nested lists: dataflow keys freeze a step record per replay
+    return tuple([freeze(v) if isinstance(v, (list, tuple)) else v for v in x])
 
 
 def replace(obj, **changes):

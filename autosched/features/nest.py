@@ -373,8 +373,8 @@ def build_nests(state) -> list:
             ext = parent.ext[:k] + ext
             ann = parent.ann[:k] + ann
             pos = [POS_OUTER_SPATIAL] * k + pos
-            span = np.vstack([parent.span[:k] @ abs_mt, span])
-            step = np.vstack([parent.step[:k] @ mt, step])
+            span = np.concatenate((parent.span[:k] @ abs_mt, span))   # 2-D: a vstack
+            step = np.concatenate((parent.step[:k] @ mt, step))
             max_unroll = max_unroll or parent.max_unroll
         nests[sid] = Nest(sid, info, ext, ann, pos, span, step, k, root_ext, max_unroll,
                           parent is not None)
