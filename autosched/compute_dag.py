@@ -92,15 +92,20 @@ class ComputeDAG:
     def replay_dataflow(self, key, steps):
         """A read-only te Schedule with ``steps`` applied, cached by the caller's ``key``
         (a State's dataflow key: steps with equal keys give the same ops)."""
+        return self.dataflow_result(key, lambda: self.replay(steps))
+
+    def dataflow_result(self, key, make):
+        """What ``make()`` returns for dataflow ``key`` (derived from the replayed
+        schedule of the steps the key stands for), computed once per key: callers check
+        the cache before building the step list, which a hit does not need."""
         hit = self._dataflow_cache.get(key)
         if hit is not None:
             self._dataflow_cache.move_to_end(key)
             return hit
-        sch = self.replay(steps)
-        self._dataflow_cache[key] = sch
+        hit = self._dataflow_cache[key] = make()
         if len(self._dataflow_cache) > 256:
             self._dataflow_cache.popitem(last=False)
-        return sch
+        return hit
 
     def apply_steps_from_state(self, state, layout_rewrite=LayoutRewriteOption.NO_REWRITE):
         """(te Schedule, argument tensors) for ``state``: what to lower and build.

@@ -29,17 +29,19 @@ ROOT, INLINED, ITER = 0, 1, 2
 def freeze(x):
     """A record's nested lists as nested tuples (hashable, and ``repr``-equal to what
     the record reader makes of a logged step)."""
-    return tuple(freeze(v) for v in x) if isinstance(x, (list, tuple)) else x
+    if not isinstance(x, (list, tuple)):
+        return x
+    # recurse only into nested lists: dataflow keys freeze a step record per replay
+    return tuple([freeze(v) if isinstance(v, (list, tuple)) else v for v in x])
 
 
 def replace(obj, **changes):
     """``dataclasses.replace`` for the frozen Iterator and StageState, without running
     ``__init__`` (the search makes ~10^5 of these per round; the generic one was a tenth
     of the search time)."""
-    fields = obj.__dataclass_fields__
-    for name in changes:
-        if name not in fields:
-            raise TypeError(f"{type(obj).__name__} has no field {name!r}")
+    if not changes.keys() <= obj.__dataclass_fields__.keys():
+        bad = sorted(changes.keys() - obj.__dataclass_fields__.keys())
+        raise TypeError(f"{type(obj).__name__} has no field {bad[0]!r}")
     new = object.__new__(type(obj))
     d = new.__dict__
     d.update(obj.__dict__)
@@ -170,13 +172,16 @@ def _print_state(state: State) -> str:
 def _print_stage(state, sid, depth, children, lines) -> None:
     st = state.stages[sid]
     indent = depth
+    has_children = any(t == sid for t, _ in children)
     for k, it in enumerate(st.iters):
-        ext = "?" if it.extent is None else str(it.extent)
-        lines.append("  " * indent + f"{ANN_NAMES.get(it.annotation, 'for')} {it.name} (0,{ext})")
+        ext = it.extent
+        lines.append(f"{'  ' * indent}{ANN_NAMES.get(it.annotation, 'for')} {it.name} "
+                     f"(0,{'?' if ext is None else ext})")
         indent += 1
-        for c in children.get((sid, k), ()):
-            if state.stages[c].compute_at == ITER:
-                _print_stage(state, c, indent, children, lines)
+        if has_children:
+            for c in children.get((sid, k), ()):
+                if state.stages[c].compute_at == ITER:
+                    _print_stage(state, c, indent, children, lines)
     pad = "  " * indent
     if st.auto_unroll_max_step:
         lines.append(pad + f"# auto_unroll_max_step={st.auto_unroll_max_step}")

@@ -136,50 +136,63 @@ def _unrolled(ext, ann, n_outer, max_step) -> list:
     return out
 
 
-def _annotation_block(row, group, loops, ext, pos) -> None:
-    base = _COL[f"{group}_num"]
+def _annotation_block(row, base, loops, ext, pos) -> None:
+    """Group 2 for one annotation; ``base`` is the column of its ``<group>_num``."""
     if not loops:
         row[base + 3] = 1.0
         return
     inner = max(loops)
     row[base] = len(loops)
-    row[base + 1] = prod(ext[l] for l in loops)
+    row[base + 1] = prod([ext[l] for l in loops])
     row[base + 2] = ext[inner]
     row[base + 3 + pos[inner]] = 1.0
 
 
+_VEC0, _UNROLL0, _PAR0 = (_COL[f"{g}_num"] for g in ANN_GROUPS)
+_ANN_END = _PAR0 + 3 + len(POS_NAMES)     # groups 2 are contiguous: vec, unroll, parallel
+_N_COUNTS = len(COUNT_NAMES)
+
+
 class _Row:
-    """One store's loops with extent-1 loops dropped, plus its scalar features.
+    """One store's loops with extent-1 loops dropped, plus its scalar features: ``p``
+    (the loops' product, scaling the op counts), ``ann`` (group 2, columns ``_VEC0`` to
+    ``_ANN_END``) and ``tail`` (group 6); ``rows_for`` writes them for all rows at once.
 
     ``shape``/``strides`` are set only when an accessed buffer is an attached stage's
     (bound-shrunk) buffer; otherwise the op's static arrays apply.
     """
-    __slots__ = ("nest", "keep", "ext", "shape", "strides")
+    __slots__ = ("nest", "keep", "ext", "shape", "strides", "p", "ann", "tail")
 
-    def __init__(self, nest, shapes, is_output, out):
+    def __init__(self, nest, shapes, is_output):
         self.nest = nest
         info = nest.info
-        ne = nest.ext
-        keep = [l for l in range(len(ne)) if ne[l] > 1]
-        ext = [ne[l] for l in keep]
-        ann = [nest.ann[l] for l in keep]
-        pos = [nest.pos[l] for l in keep]
-        n_outer = sum(1 for l in keep if l < nest.n_outer)
+        # one pass over the loops (this runs for every store of ~10^4 states a round)
+        keep, ext, ann, pos = [], [], [], []
+        n_outer, nest_outer, nest_ann, nest_pos = 0, nest.n_outer, nest.ann, nest.pos
+        for l, e in enumerate(nest.ext):
+            if e > 1:
+                keep.append(l)
+                ext.append(e)
+                ann.append(nest_ann[l])
+                pos.append(nest_pos[l])
+                if l < nest_outer:
+                    n_outer += 1
         self.keep, self.ext = keep, ext
-        p = float(prod(ext))
-        out[:len(COUNT_NAMES)] = info.counts * p
-        own = range(n_outer, len(ext))
-        _annotation_block(out, "vec", [l for l in own if ann[l] == S.ANN_VECTORIZE], ext, pos)
-        _annotation_block(out, "unroll", _unrolled(ext, ann, n_outer, nest.max_unroll), ext,
-                          pos)
-        par = [l for l in range(len(ext)) if ann[l] == S.ANN_PARALLEL]
-        _annotation_block(out, "parallel", par, ext, pos)
+        self.p = p = float(prod(ext))
+        n = len(ext)
+        block = self.ann = [0.0] * (_ANN_END - _VEC0)
+        _annotation_block(block, 0, [l for l in range(n_outer, n)
+                                     if ann[l] == S.ANN_VECTORIZE], ext, pos)
+        _annotation_block(block, _UNROLL0 - _VEC0,
+                          _unrolled(ext, ann, n_outer, nest.max_unroll), ext, pos)
+        par = [l for l in range(n) if ann[l] == S.ANN_PARALLEL]
+        _annotation_block(block, _PAR0 - _VEC0, par, ext, pos)
         outer = float(prod(ext[:n_outer]))
+        tail = self.tail = [0.0] * 4
         if not is_output:
             elems = float(prod(nest.root_ext[:info.n_spatial]))
-            out[_TAIL0:_TAIL0 + 4] = (elems * info.out_bytes, elems * outer, outer, p / outer)
-        out[_TAIL0 + 4:_TAIL0 + 8] = (p, len(ext), nest.max_unroll,
-                                      float(prod(ext[:par[0]])) if par else 0.0)
+            tail[:] = (elems * info.out_bytes, elems * outer, outer, p / outer)
+        tail += (p, len(ext), nest.max_unroll, float(prod(ext[:par[0]])) if par else 0.0)
         self.shape = self.strides = None
         if shapes and any(a.tensor in shapes for a in info.accesses):
             self.shape, self.strides = [], []
@@ -212,8 +225,10 @@ class _Batch:
         groups: dict = {}
         for i, r in enumerate(rows):
             groups.setdefault(id(r.nest.info), []).append(i)
+        self.groups = []        # (body info, row indices) per op
         for idxs in groups.values():
             self._fill_group(rows, idxs, L)
+            self.groups.append((rows[idxs[0]].nest.info, np.array(idxs)))
         for i, r in enumerate(rows):
             if r.shape is not None:
                 self.shape[i, :len(r.shape)] = r.shape
@@ -336,10 +351,15 @@ def _curves(out, rows, suffix, level_bytes) -> None:
 def rows_for(jobs, line_bytes: int = 64) -> np.ndarray:
     """Raw (not log-scaled) rows for (nest, shapes, is_output) jobs, batched."""
     out = np.zeros((len(jobs), len(FEATURE_NAMES)))
-    rows = [_Row(n, sh, o, out[i]) for i, (n, sh, o) in enumerate(jobs)]
+    rows = [_Row(n, sh, o) for n, sh, o in jobs]
     if not rows:
         return out
+    out[:, _VEC0:_ANN_END] = [r.ann for r in rows]
+    out[:, _TAIL0:] = [r.tail for r in rows]
     bt = _Batch(rows)
+    p = np.array([r.p for r in rows])
+    for info, ix in bt.groups:
+        out[ix, :_N_COUNTS] = info.counts * p[ix, None]
     f, level_bytes, suffix = _buffer_features(bt, line_bytes)
     nb = min(N_BUFFERS, f.shape[1])
     out[:, _BUF0:_BUF0 + nb * _NBF] = f[:, :nb].reshape(len(rows), -1)

@@ -65,9 +65,26 @@ class Nest:
 
 
 # ---------------------------------------------------------------------- step mirroring
+# Memos of the pure per-op / per-atom arithmetic below.  A search round mirrors ~10^4
+# states made of a few hundred distinct (atoms, lengths) splits, so the hit rate is >99%;
+# keys hold only immutable values (ops, tuples), and each memo is cleared when full.
+_MEMO_LIMIT = 16384
+_ROOT_CACHE: dict = {}
+_SPLIT_CACHE: dict = {}
+_LOOPS_CACHE: dict = {}
+_FUSE_CACHE: dict = {}
+_RANGE_CACHE: dict = {}
+
+
 def _root_leaves(op) -> list:
-    exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
-    return [((r, 1, e),) if e > 1 else () for r, e in enumerate(exts)]
+    hit = _ROOT_CACHE.get(op)
+    if hit is None:
+        if len(_ROOT_CACHE) > _MEMO_LIMIT:
+            _ROOT_CACHE.clear()
+        exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
+        hit = _ROOT_CACHE[op] = tuple([((r, 1, e),) if e > 1 else ()
+                                       for r, e in enumerate(exts)])
+    return list(hit)
 
 
 def _carve(atoms, inner_exts) -> list:
@@ -105,8 +122,19 @@ def _fuse(leaves) -> tuple:
     return tuple(out)
 
 
-def _split_exts(step, steps, extent) -> list:
-    """Extents of the inner pieces of a split step (as ``split_state`` makes them)."""
+def _fused(leaves: tuple) -> tuple:
+    """``_fuse`` memoized on the fused leaves' atoms."""
+    hit = _FUSE_CACHE.get(leaves)
+    if hit is None:
+        if len(_FUSE_CACHE) > _MEMO_LIMIT:
+            _FUSE_CACHE.clear()
+        hit = _FUSE_CACHE[leaves] = _fuse(leaves)
+    return hit
+
+
+def _split_atoms(step, steps, atoms) -> tuple:
+    """The pieces a split step makes of a leaf's atoms (as ``split_state`` makes them),
+    memoized on (atoms, lengths, direction)."""
     t = type(step)
     if t is SplitStep:
         lengths, i2o = step.lengths, step.inner_to_outer
@@ -114,10 +142,17 @@ def _split_exts(step, steps, extent) -> list:
         lengths, i2o = step.lengths(steps), True
     else:
         lengths, i2o = (step.length(steps),), step.factor_or_nparts
-    lengths = [x or 1 for x in lengths]
-    if i2o:
-        return lengths
-    return split_chain_extents(extent, lengths, False)[1:]
+    key = (atoms, lengths, i2o)
+    hit = _SPLIT_CACHE.get(key)
+    if hit is None:
+        if len(_SPLIT_CACHE) > _MEMO_LIMIT:
+            _SPLIT_CACHE.clear()
+        lengths = [x or 1 for x in lengths]
+        if not i2o:
+            ext = prod(a[2] for a in atoms) if atoms else 1
+            lengths = split_chain_extents(ext, lengths, False)[1:]
+        hit = _SPLIT_CACHE[key] = tuple(_carve(atoms, lengths))
+    return hit
 
 
 def _final_positions(steps, n0) -> dict:
@@ -144,13 +179,11 @@ def mirror_leaves(state) -> list:
     for step in steps:
         t = type(step)
         if t is SplitStep or t is FollowSplitStep or t is FollowFusedSplitStep:
-            lv = leaves[step.stage_id]
-            atoms = lv[step.iter_id]
-            ext = prod(a[2] for a in atoms) if atoms else 1
-            lv[step.iter_id:step.iter_id + 1] = _carve(atoms, _split_exts(step, steps, ext))
+            lv, iid = leaves[step.stage_id], step.iter_id
+            lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
         elif t is FuseStep:
             lv, ids_ = leaves[step.stage_id], step.fused_ids
-            lv[ids_[0]:ids_[-1] + 1] = [_fuse(lv[i] for i in ids_)]
+            lv[ids_[0]:ids_[-1] + 1] = [_fused(tuple([lv[i] for i in ids_]))]
         elif t is ReorderStep:
             lv = leaves[step.stage_id]
             leaves[step.stage_id] = [lv[i] for i in step.after_ids]
@@ -204,14 +237,29 @@ def _reader(pinfo, op):
 
 
 def _attached_range(info, parent, k):
-    """(root extents, index map M[root of stage, root of parent]) of a stage attached
-    inside ``parent``'s loop ``k - 1``."""
+    """(root extents, |M|.T, M.T) of a stage attached inside ``parent``'s loop ``k - 1``,
+    for the index map M[root of stage, root of parent].  They depend only on the two
+    bodies and the parent's spans inside the attach point, so they are memoized on
+    those; the shared values are read-only."""
     acc, forms, affine = _reader(parent.info, info.op)
+    inner = None if acc is None else parent.span[k:].sum(axis=0).tolist()
+    key = (parent.info, info, None if inner is None else tuple(inner))
+    hit = _RANGE_CACHE.get(key)
+    if hit is None:
+        if len(_RANGE_CACHE) > _MEMO_LIMIT:
+            _RANGE_CACHE.clear()
+        ext, M = _range_of(info, parent.info, acc, forms, affine, inner)
+        abs_m = np.abs(M)
+        M.flags.writeable = abs_m.flags.writeable = False
+        hit = _RANGE_CACHE[key] = (ext, abs_m.T, M.T)
+    return hit
+
+
+def _range_of(info, pinfo, acc, forms, affine, inner):
     n_sp = info.n_spatial
-    M = np.zeros((info.n_root, parent.info.n_root))
+    M = np.zeros((info.n_root, pinfo.n_root))
     if acc is None:
         return list(info.root_ext), M
-    inner = parent.span[k:].sum(axis=0).tolist()
     ext = []
     for d in range(n_sp):
         dom = info.root_ext[d]
@@ -265,6 +313,20 @@ def _position(roots, n_sp, n_root) -> int:
 
 
 def _own_loops(atoms_list, stage, info, root_ext):
+    """(ext, ann, pos, span, step) of a stage's own loops; all but the annotations
+    depend only on (op body, atoms, root extents), so they are memoized on those (about
+    half the stages of a search round recur).  The shared arrays are read-only."""
+    key = (info, tuple(atoms_list), tuple(root_ext))
+    hit = _LOOPS_CACHE.get(key)
+    if hit is None:
+        if len(_LOOPS_CACHE) > _MEMO_LIMIT:
+            _LOOPS_CACHE.clear()
+        hit = _LOOPS_CACHE[key] = _loop_geometry(atoms_list, info, root_ext)
+    ext, pos, span, step = hit
+    return ext, [it.annotation for it in stage.iters], pos, span, step
+
+
+def _loop_geometry(atoms_list, info, root_ext):
     n, R, n_sp = len(atoms_list), info.n_root, info.n_spatial
     act = None if root_ext == info.root_ext else _shrink(atoms_list, root_ext, info.root_ext)
     span, step = [0.0] * (n * R), [0.0] * (n * R)
@@ -282,8 +344,9 @@ def _own_loops(atoms_list, stage, info, root_ext):
             step[l * R + last[0]] = last[1]
         ext[l] = x
         pos[l] = _position(roots if len(roots) < 2 else set(roots), n_sp, R)
-    return (ext, [it.annotation for it in stage.iters], pos,
-            np.array(span).reshape(n, R), np.array(step).reshape(n, R))
+    span_a, step_a = np.array(span).reshape(n, R), np.array(step).reshape(n, R)
+    span_a.flags.writeable = step_a.flags.writeable = False
+    return ext, pos, span_a, step_a
 
 
 def build_nests(state) -> list:
@@ -302,7 +365,7 @@ def build_nests(state) -> list:
         root_ext, k = info.root_ext, 0
         if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
-            root_ext, M = _attached_range(info, parent, k)
+            root_ext, abs_mt, mt = _attached_range(info, parent, k)
         atoms = _checked(leaves[sid], st)
         ext, ann, pos, span, step = _own_loops(atoms, st, info, root_ext)
         max_unroll = st.auto_unroll_max_step
@@ -310,8 +373,8 @@ def build_nests(state) -> list:
             ext = parent.ext[:k] + ext
             ann = parent.ann[:k] + ann
             pos = [POS_OUTER_SPATIAL] * k + pos
-            span = np.vstack([parent.span[:k] @ np.abs(M).T, span])
-            step = np.vstack([parent.step[:k] @ M.T, step])
+            span = np.concatenate((parent.span[:k] @ abs_mt, span))   # 2-D: a vstack
+            step = np.concatenate((parent.step[:k] @ mt, step))
             max_unroll = max_unroll or parent.max_unroll
         nests[sid] = Nest(sid, info, ext, ann, pos, span, step, k, root_ext, max_unroll,
                           parent is not None)

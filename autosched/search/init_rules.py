@@ -51,7 +51,7 @@ def fill_tile_sizes(sketch, rng):
     """Replay the sketch's steps, sampling every unknown split length."""
     state = sketch.dag.init_state()
     for step in sketch.transform_steps:
-        if isinstance(step, ST.SplitStep) and any(x is None for x in step.lengths):
+        if isinstance(step, ST.SplitStep) and None in step.lengths:
             ext = state.stages[step.stage_id].iters[step.iter_id].extent
             step = ST.SplitStep(step.stage_id, step.iter_id, ext,
                                 sample_lengths(ext, len(step.lengths), rng), step.inner_to_outer)

@@ -37,7 +37,7 @@ def mutate_tile_size(state, rng):
     """Move a factor d from one level of a split to another level."""
     cands = [k for k, s in enumerate(state.transform_steps)
              if isinstance(s, ST.SplitStep) and s.extent and len(s.lengths) >= 1
-             and all(x is not None for x in s.lengths)]
+             and None not in s.lengths]
     if not cands:
         return None
     k = rng.choice(cands)

@@ -197,7 +197,7 @@ def _dataflow_key(state, step) -> tuple:
     inlined stage).  Loop steps of other stages change no op, so states that differ only
     in them (every tile-size mutation) share one te replay and hence the same ops."""
     st = state.stages[step.stage_id]
-    loops = (st.compute_at, tuple((it.name, it.extent, it.kind) for it in st.iters))
+    loops = (st.compute_at, tuple([(it.name, it.extent, it.kind) for it in st.iters]))
     return state.dataflow_key + ((step.CODE, S.freeze(step.to_record()), loops),)
 
 
@@ -205,25 +205,32 @@ def apply_dataflow(state, step, insert_at: int, touched: set) -> None:
     """Refresh ``state`` after dataflow ``step`` inserted a stage at ``insert_at``.
 
     Only the ops and the loops of the ``touched`` stages (all fresh from their op's axes)
-    are read back from the replayed schedule, and both depend on the dataflow key alone,
-    so the replay is cached by that key (``ComputeDAG.replay_dataflow``)."""
-    steps = [_placeholder_lengths(s) for s in state.transform_steps + [step]]
+    are read back from the replayed schedule, and both depend on the dataflow key alone
+    (which includes ``step``, hence ``touched``), so they are cached by that key
+    (``ComputeDAG.dataflow_result``); the fresh StageStates are immutable and shared."""
     key = _dataflow_key(state, step)
+
+    def read_back():
+        steps = [_placeholder_lengths(s) for s in state.transform_steps + [step]]
+        sch = state.dag.replay(steps)
+        return (tuple(te_st.op for te_st in sch.stages),
+                {i: stage_from_te(sch.stages[i]) for i in touched})
+
     try:
-        sch = state.dag.replay_dataflow(key, steps)
+        ops, fresh_stages = state.dag.dataflow_result(key, read_back)
     except CompilerError as err:
         raise InvalidStepError(f"{step.CODE}: {err}") from None
     old = state.stages
     new = []
-    for i, te_st in enumerate(sch.stages):
-        if i in touched:
-            fresh = stage_from_te(te_st)
+    for i, op in enumerate(ops):
+        fresh = fresh_stages.get(i)
+        if fresh is not None:
             if i > insert_at:   # the stage the new one came from keeps its placement
                 fresh = S.replace(fresh, compute_at=old[i - 1].compute_at)
             new.append(fresh)
         else:
             prev = old[i if i < insert_at else i - 1]
-            new.append(S.replace(prev, op=te_st.op))
+            new.append(S.replace(prev, op=op))
     state.shift_stage_ids(insert_at)
     state.stages = new
     state.dataflow_key = key
