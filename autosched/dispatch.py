@@ -40,6 +40,7 @@ from records import Record, load_records, target_matches
 
 from .compute_dag import ComputeDAG
 from .default_state import default_state
+from .defaults import has_default_schedule, register_default_schedule
 from .layout_rewrite import LayoutRewriteOption, replay_rewritten
 from .steps import serialize
 from .steps.registry import check_state
@@ -184,6 +185,15 @@ class ApplyHistoryBest(DispatchContext):
         if not kept:
             self.default_faster += 1
         return kept
+
+    def note_default_schedule(self, workload_key: str, make) -> None:
+        """The build's default schedule of a group (``make() -> (schedule, tensors)``),
+        registered when this process has none for the key (``extract_tasks`` registers
+        it while tuning): without it ``default_state`` is None in a fresh process, the
+        default's own records are not recognized, and a tuned state within noise of
+        the default would replace it."""
+        if not has_default_schedule(workload_key):
+            register_default_schedule(workload_key, make)
 
     def query(self, target, workload_key: str, tensors):
         """The schedule of the best replayable record for ``workload_key``, or None."""

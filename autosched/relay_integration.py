@@ -22,8 +22,8 @@ import os
 import tempfile
 import warnings
 
-from compiler import relay, topi
-from compiler.relay.backend.te_compiler import group_name, lower_to_te
+from compiler import relay
+from compiler.relay.backend.te_compiler import default_schedule, group_name, lower_to_te
 from compiler.relay.expr import Call, Function
 from compiler.relay.functor import post_order
 from compiler.target import parse_target
@@ -45,14 +45,6 @@ def fused_groups(mod, params=None, opt_level: int = 3) -> list:
         fused = relay.optimize(mod, params)
     return [node.op for node in post_order(fused["main"].body, into_functions=False)
             if isinstance(node, Call) and isinstance(node.op, Function)]
-
-
-def _default_schedule(group):
-    """``(schedule, tensors)`` the build uses for ``group`` when no record applies."""
-    impl = group.implementation
-    sch = impl.schedule(group.outputs) if impl is not None else \
-        topi.generic.schedule_default(group.outputs)
-    return sch, group.inputs + group.outputs
 
 
 def extract_tasks(mod, params=None, target="llvm", target_host=None,
@@ -89,7 +81,7 @@ def extract_tasks(mod, params=None, target="llvm", target_host=None,
                           f"({err}); it keeps its default schedule", stacklevel=2)
             continue
         register_workload_tensors(group.key, tensors)
-        register_default_schedule(group.key, functools.partial(_default_schedule, group))
+        register_default_schedule(group.key, functools.partial(default_schedule, group))
         tasks[group.key] = SearchTask(workload_key=group.key, compute_dag=dag, target=tgt,
                                       hardware_params=hw, desc=group_name(fn))
         weights[group.key] = 1

@@ -5,6 +5,7 @@ so the tests check the dispatch itself: a tuned schedule is used (the kernel's T
 differs from the default one) and still computes what the interpreter computes;
 missing, stale and foreign-target records fall back, counted, without an exception.
 """
+import importlib
 import json
 import logging
 import random
@@ -30,6 +31,10 @@ from compiler import relay
 from compiler.contrib import graph_executor
 from compiler.relay import testing
 from records import Record, save_records
+
+# the modules (``autosched.default_state`` is also the name of a function)
+defaults_mod = importlib.import_module("autosched.defaults")
+default_state_mod = importlib.import_module("autosched.default_state")
 
 USE_AUTO = {"relay.backend.use_auto_scheduler": True}
 
@@ -330,6 +335,34 @@ def test_dispatch_ranks_retimed_states_beside_the_default_state(net, tmp_path, t
     # apply_best picks by the same rule
     state, _ = best_state(task, str(log))
     assert (str(state) == str(dflt)) is (not tuned_used)
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_dispatch_recognizes_the_default_state_in_a_fresh_process(net, tmp_path,
+                                                                    monkeypatch):
+    """A build in a process that never extracted the tasks (no default schedule
+    registered for the group's key) still recognizes the default's own records: the
+    build tells the log its default schedule, so a tuned state within
+    ``PREFER_MARGIN`` of it does not replace it."""
+    mod, tasks, x, expected = net
+    task = tasks[0]
+    dflt = default_state(task)
+    tuned = sampled_record(task)
+    recs = [state_record(task, dflt, c) for c in (1.0e-3, 1.02e-3, 0.98e-3)]
+    recs += [Record(tuned.input, tuned.result.__class__((c,), 0, 0.1, 1.0))
+             for c in (0.99e-3, 1.01e-3, 0.995e-3)]
+    log = tmp_path / "fresh.json"
+    save_records(log, recs)
+    # what a fresh process has: no registered default for the key, nothing cached
+    monkeypatch.setattr(defaults_mod, "_DEFAULTS", {})
+    monkeypatch.setattr(default_state_mod, "_CACHE", {})
+    assert default_state(task) is None
+    monkeypatch.setattr(default_state_mod, "_CACHE", {})
+    ctx = auto.ApplyHistoryBest(str(log))
+    lib = build(mod, ctx=ctx)
+    assert lib.stats["tuned_groups"] == 0
+    assert ctx.default_faster == 1
+    assert task.workload_key in defaults_mod._DEFAULTS
     np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
 
 

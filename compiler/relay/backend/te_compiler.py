@@ -13,12 +13,16 @@ Layout rewrite: when some inputs of a call are graph constants (weights), a prov
 argument tensors, transforms)`` where a weight argument has a new layout; each transform
 (``.arg_index``, ``.apply(array)``) names a constant input, and graph codegen stores the
 transformed weight as a param once, at build time (TVM's AutoSchedulerLayoutRewrite).
+A provider with ``note_default_schedule(key, make)`` is told, before each query, how the
+build would schedule the group without it (``make() -> (schedule, tensors)``): a log
+read in a fresh process can then recognize the default schedule's own records.
 
 ``compile_all`` turns the PrimFuncs into object code, distinct kernels in parallel worker
 processes (LLVM holds a global lock within one process).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
@@ -150,6 +154,15 @@ class Kernel:
     arg_transforms: tuple = ()  # weight layout transforms of constant inputs (see above)
 
 
+def default_schedule(g: GroupTE) -> tuple:
+    """``(schedule, tensors)`` of ``g`` without a provider: the schedule of the
+    implementation its anchor op's strategy selects, or the generic default."""
+    impl = g.implementation
+    sch = impl.schedule(g.outputs) if impl is not None else \
+        topi.generic.schedule_default(g.outputs)
+    return sch, g.inputs + g.outputs
+
+
 class KernelCache:
     """Lowers each distinct fused group once (by workload key) for one build."""
 
@@ -185,9 +198,7 @@ class KernelCache:
                 args, transforms = te_group.inputs + te_group.outputs, ()
         tuned = func is not None
         if func is None:
-            impl = te_group.implementation
-            sch = impl.schedule(te_group.outputs) if impl is not None else \
-                topi.generic.schedule_default(te_group.outputs)
+            sch, _ = default_schedule(te_group)
             func = lower(sch, args, name=name)
         impl_name = "" if tuned or te_group.implementation is None else \
             te_group.implementation.name
@@ -205,6 +216,9 @@ class KernelCache:
         schedule for ``g``, or None."""
         tensors = g.inputs + g.outputs
         for p in current_providers():
+            note = getattr(p, "note_default_schedule", None)
+            if note is not None:
+                note(g.key, functools.partial(default_schedule, g))
             rewrite = getattr(p, "query_layout_rewrite", None)
             if rewrite is not None and any(const_inputs):
                 got = rewrite(self.target, g.key, tensors, const_inputs)
