@@ -29,6 +29,7 @@ moves it; stage order is the State's, and consumers are processed before produce
 """
 from __future__ import annotations
 
+import functools
 from math import prod
 
 import numpy as np
@@ -65,26 +66,21 @@ class Nest:
 
 
 # ---------------------------------------------------------------------- step mirroring
-# Memos of the pure per-op / per-atom arithmetic below.  A search round mirrors ~10^4
-# states made of a few hundred distinct (atoms, lengths) splits, so the hit rate is >99%;
-# keys hold only immutable values (ops, tuples), and each memo is cleared when full.
-_MEMO_LIMIT = 16384
-_ROOT_CACHE: dict = {}
-_SPLIT_CACHE: dict = {}
-_LOOPS_CACHE: dict = {}
-_FUSE_CACHE: dict = {}
-_RANGE_CACHE: dict = {}
+# The pure per-op / per-atom arithmetic below is memoized (``_memo``): a search round
+# mirrors ~10^4 states made of a few hundred distinct (atoms, lengths) splits, so the hit
+# rate is >99%.  Arguments are immutable (ops and body infos hash by identity, atoms are
+# tuples), and the memoized lists and arrays are shared: callers never mutate them.
+_memo = functools.lru_cache(maxsize=16384)
+
+
+@_memo
+def _root_atoms(op) -> tuple:
+    exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
+    return tuple([((r, 1, e),) if e > 1 else () for r, e in enumerate(exts)])
 
 
 def _root_leaves(op) -> list:
-    hit = _ROOT_CACHE.get(op)
-    if hit is None:
-        if len(_ROOT_CACHE) > _MEMO_LIMIT:
-            _ROOT_CACHE.clear()
-        exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
-        hit = _ROOT_CACHE[op] = tuple([((r, 1, e),) if e > 1 else ()
-                                       for r, e in enumerate(exts)])
-    return list(hit)
+    return list(_root_atoms(op))
 
 
 def _carve(atoms, inner_exts) -> list:
@@ -122,14 +118,7 @@ def _fuse(leaves) -> tuple:
     return tuple(out)
 
 
-def _fused(leaves: tuple) -> tuple:
-    """``_fuse`` memoized on the fused leaves' atoms."""
-    hit = _FUSE_CACHE.get(leaves)
-    if hit is None:
-        if len(_FUSE_CACHE) > _MEMO_LIMIT:
-            _FUSE_CACHE.clear()
-        hit = _FUSE_CACHE[leaves] = _fuse(leaves)
-    return hit
+_fused = _memo(_fuse)    # on a tuple of leaves
 
 
 def _split_atoms(step, steps, atoms) -> tuple:
@@ -142,17 +131,16 @@ def _split_atoms(step, steps, atoms) -> tuple:
         lengths, i2o = step.lengths(steps), True
     else:
         lengths, i2o = (step.length(steps),), step.factor_or_nparts
-    key = (atoms, lengths, i2o)
-    hit = _SPLIT_CACHE.get(key)
-    if hit is None:
-        if len(_SPLIT_CACHE) > _MEMO_LIMIT:
-            _SPLIT_CACHE.clear()
-        lengths = [x or 1 for x in lengths]
-        if not i2o:
-            ext = prod(a[2] for a in atoms) if atoms else 1
-            lengths = split_chain_extents(ext, lengths, False)[1:]
-        hit = _SPLIT_CACHE[key] = tuple(_carve(atoms, lengths))
-    return hit
+    return _carved(atoms, tuple(lengths), i2o)
+
+
+@_memo
+def _carved(atoms: tuple, lengths: tuple, i2o) -> tuple:
+    exts = [x or 1 for x in lengths]
+    if not i2o:
+        ext = prod(a[2] for a in atoms) if atoms else 1
+        exts = split_chain_extents(ext, exts, False)[1:]
+    return tuple(_carve(atoms, exts))
 
 
 def _final_positions(steps, n0) -> dict:
@@ -213,27 +201,17 @@ def _checked(atoms_list, stage) -> list:
 
 
 # ---------------------------------------------------------------------- bounds
-_READER_CACHE: dict = {}
-
-
+@_memo
 def _reader(pinfo, op):
     """The access of ``pinfo``'s op reading ``op``'s output, as Python lists:
     per tuple, per dimension ((root, coef) pairs, const); plus the affine flags."""
-    key = (pinfo, op)
-    hit = _READER_CACHE.get(key)
-    if hit is None:
-        if len(_READER_CACHE) > 4096:
-            _READER_CACHE.clear()
-        acc = next((a for a in pinfo.accesses if a.kind == READ and a.tensor.op is op), None)
-        if acc is None:
-            hit = (None, None, None)
-        else:
-            forms = [[([(r, c) for r, c in enumerate(row) if c], const)
-                      for row, const in zip(co, cs)] for co, cs in zip(
-                          acc.coefs.tolist(), acc.consts.tolist())]
-            hit = (acc, forms, acc.affine.tolist())
-        _READER_CACHE[key] = hit
-    return hit
+    acc = next((a for a in pinfo.accesses if a.kind == READ and a.tensor.op is op), None)
+    if acc is None:
+        return None, None, None
+    forms = [[([(r, c) for r, c in enumerate(row) if c], const)
+              for row, const in zip(co, cs)] for co, cs in zip(
+                  acc.coefs.tolist(), acc.consts.tolist())]
+    return acc, forms, acc.affine.tolist()
 
 
 def _attached_range(info, parent, k):
@@ -241,21 +219,21 @@ def _attached_range(info, parent, k):
     for the index map M[root of stage, root of parent].  They depend only on the two
     bodies and the parent's spans inside the attach point, so they are memoized on
     those; the shared values are read-only."""
-    acc, forms, affine = _reader(parent.info, info.op)
-    inner = None if acc is None else parent.span[k:].sum(axis=0).tolist()
-    key = (parent.info, info, None if inner is None else tuple(inner))
-    hit = _RANGE_CACHE.get(key)
-    if hit is None:
-        if len(_RANGE_CACHE) > _MEMO_LIMIT:
-            _RANGE_CACHE.clear()
-        ext, M = _range_of(info, parent.info, acc, forms, affine, inner)
-        abs_m = np.abs(M)
-        M.flags.writeable = abs_m.flags.writeable = False
-        hit = _RANGE_CACHE[key] = (ext, abs_m.T, M.T)
-    return hit
+    acc = _reader(parent.info, info.op)[0]
+    inner = None if acc is None else tuple(parent.span[k:].sum(axis=0).tolist())
+    return _range_geometry(info, parent.info, inner)
 
 
-def _range_of(info, pinfo, acc, forms, affine, inner):
+@_memo
+def _range_geometry(info, pinfo, inner):
+    ext, M = _range_of(info, pinfo, inner)
+    abs_m = np.abs(M)
+    M.flags.writeable = abs_m.flags.writeable = False
+    return ext, abs_m.T, M.T
+
+
+def _range_of(info, pinfo, inner):
+    acc, forms, affine = _reader(pinfo, info.op)
     n_sp = info.n_spatial
     M = np.zeros((info.n_root, pinfo.n_root))
     if acc is None:
@@ -316,19 +294,15 @@ def _own_loops(atoms_list, stage, info, root_ext):
     """(ext, ann, pos, span, step) of a stage's own loops; all but the annotations
     depend only on (op body, atoms, root extents), so they are memoized on those (about
     half the stages of a search round recur).  The shared arrays are read-only."""
-    key = (info, tuple(atoms_list), tuple(root_ext))
-    hit = _LOOPS_CACHE.get(key)
-    if hit is None:
-        if len(_LOOPS_CACHE) > _MEMO_LIMIT:
-            _LOOPS_CACHE.clear()
-        hit = _LOOPS_CACHE[key] = _loop_geometry(atoms_list, info, root_ext)
-    ext, pos, span, step = hit
+    ext, pos, span, step = _loop_geometry(tuple(atoms_list), info, tuple(root_ext))
     return ext, [it.annotation for it in stage.iters], pos, span, step
 
 
-def _loop_geometry(atoms_list, info, root_ext):
+@_memo
+def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
     n, R, n_sp = len(atoms_list), info.n_root, info.n_spatial
-    act = None if root_ext == info.root_ext else _shrink(atoms_list, root_ext, info.root_ext)
+    act = None if list(root_ext) == info.root_ext else \
+        _shrink(atoms_list, root_ext, info.root_ext)
     span, step = [0.0] * (n * R), [0.0] * (n * R)
     ext, pos = [1] * n, [0] * n
     for l, atoms in enumerate(atoms_list):

@@ -7,6 +7,7 @@ Schedule whose stage i is state stage i), ``to_record`` (the TVM record list) an
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import prod
 
@@ -206,27 +207,20 @@ def _split_checked(state, code, sid, iid, st, it, lengths, inner_to_outer) -> li
     return list(range(iid, iid + n))
 
 
-# (name, extent, kind, lengths, inner_to_outer) -> the split's iterators.  A search round
-# splits ~10^5 times but only a few hundred distinct ways (tests/measurements: >99% hits),
-# and Iterators are immutable, so states can share them.
-_SPLIT_CACHE: dict = {}
-
-
 def _split_iters(it, lengths: tuple, inner_to_outer) -> tuple:
     """The iterators replacing ``it`` when split by (checked) ``lengths``, outer first."""
-    key = (it.name, it.extent, it.kind, lengths, inner_to_outer)
-    new = _SPLIT_CACHE.get(key)
-    if new is None:
-        if len(_SPLIT_CACHE) > 16384:
-            _SPLIT_CACHE.clear()
-        if None in lengths or it.extent is None:
-            exts = [None, *lengths] if inner_to_outer else [*lengths, None]
-        else:
-            exts = split_chain_extents(it.extent, lengths, inner_to_outer)
-        name, kind = it.name, it.kind
-        new = _SPLIT_CACHE[key] = tuple([S.make_iterator(f"{name}.{k}", e, kind)
-                                         for k, e in enumerate(exts)])
-    return new
+    return _split_iters_of(it.name, it.extent, it.kind, lengths, inner_to_outer)
+
+
+# A search round splits ~10^5 times but only a few hundred distinct ways (>99% hits), and
+# Iterators are immutable, so states share them.
+@functools.lru_cache(maxsize=16384)
+def _split_iters_of(name, extent, kind, lengths: tuple, inner_to_outer) -> tuple:
+    if None in lengths or extent is None:
+        exts = [None, *lengths] if inner_to_outer else [*lengths, None]
+    else:
+        exts = split_chain_extents(extent, lengths, inner_to_outer)
+    return tuple([S.make_iterator(f"{name}.{k}", e, kind) for k, e in enumerate(exts)])
 
 
 def split_chain_extents(extent: int, lengths, inner_to_outer: bool) -> list:
