@@ -1,9 +1,10 @@
 """SketchPolicy: golden sketches, valid and distinct sketches/samples for the workload
 families the tuner targets, evolutionary search output, and end-to-end tuning."""
+import fcntl
+import functools
 import json
 import os
 import pathlib
-import zlib
 
 import numpy as np
 import pytest
@@ -201,9 +202,19 @@ def _planted_kernel(name, body, n=32):
     return compile_ir(ir, "llvm", cache=None), metas
 
 
-def crash_or_hang_build(inp):
-    """Module-level build_func: about a third of the states segfault, a third hang."""
-    kind = zlib.crc32(json.dumps([s.to_record() for s in inp.state.transform_steps]).encode()) % 3
+def crash_or_hang_build(ledger, inp):
+    """Module-level build_func (bound to a ledger file with functools.partial): the
+    builds take turns, in the order they start, to segfault, hang and build for real;
+    each writes its steps and kind to the ledger, so the test knows what to expect
+    whichever states the search picks on this machine."""
+    key = json.dumps([s.to_record() for s in inp.state.transform_steps])
+    with open(ledger, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        kind = sum(1 for _ in f) % 3
+        f.write(json.dumps([key, kind]) + "\n")
+        f.flush()
+        fcntl.flock(f, fcntl.LOCK_UN)
     if kind == 0:
         return _planted_kernel("crash", "entry:\n  store volatile float 0.0, ptr null\n  ret void")
     if kind == 1:
@@ -213,19 +224,21 @@ def crash_or_hang_build(inp):
 
 
 def test_tuning_survives_crashing_and_hanging_kernels(tmp_path):
-    log = str(tmp_path / "planted.json")
+    log, ledger = str(tmp_path / "planted.json"), str(tmp_path / "kinds.jsonl")
     task = auto.SearchTask(func="matmul", args=(32, 32, 32))
+    build_func = functools.partial(crash_or_hang_build, ledger)
     opts = auto.TuningOptions(num_measure_trials=9, num_measures_per_round=9, verbose=0,
-                              builder=auto.LocalBuilder(build_func=crash_or_hang_build),
+                              builder=auto.LocalBuilder(build_func=build_func),
                               runner=auto.LocalRunner(timeout=1.5, number=1),
                               measure_callbacks=[auto.RecordToFile(log)])
     stats = task.tune(opts, auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0))
     recs = list(load_records(log))
     assert stats.trials == 9 and len(recs) == 9
+    kinds = dict(json.loads(line) for line in open(ledger))
+    assert sorted(kinds.values()) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     expected = {0: 4, 1: 7, 2: 0}   # crash -> RUNTIME_DEVICE, hang -> RUN_TIMEOUT, healthy
     for r in recs:
-        kind = zlib.crc32(json.dumps(r.input.steps).encode()) % 3
-        assert r.result.error_no == expected[kind]
+        assert r.result.error_no == expected[kinds[json.dumps(r.input.steps)]]
     codes = {r.result.error_no for r in recs}
     assert 0 in codes and codes & {4, 7} and stats.best_cost < 1
     # Hangs after the first valid measurement are cut by the runner's cut-off (0.1 s,

@@ -5,6 +5,7 @@ and codegen.  Every compile uses ``cache=None`` or a tmp_path cache (never ~/.ca
 """
 import os
 import pickle
+import re
 import signal
 
 import numpy as np
@@ -250,9 +251,10 @@ def test_get_source_and_export_object(add_mod):
 
 def test_compile_ir_full_and_opt_levels():
     out = compile_ir_full(add_ir(), "llvm", opt_level=3)
-    assert out.object[:4] == b"\x7fELF" and "fadd <8 x float>" in out.optimized_ir
+    # LLVM's vectorizer picks the width of the host (8 lanes on AVX2, 16 on AVX-512)
+    assert out.object[:4] == b"\x7fELF" and re.search(r"fadd <\d+ x float>", out.optimized_ir)
     o0 = compile_ir_full(add_ir(), "llvm", opt_level=0)
-    assert "<8 x float>" not in o0.optimized_ir      # O0 does not vectorize
+    assert " x float>" not in o0.optimized_ir      # O0 does not vectorize
     with pytest.raises(ValueError, match="opt_level 4"):
         compile_ir(add_ir(), opt_level=4, cache=None)
     with pytest.raises(TypeError, match="ir_text"):
