@@ -5,6 +5,7 @@ import pytest
 from autosched_helpers import SMALL_SEARCH, FakeInput, FakeResult
 
 import autosched as auto
+import compiler
 from autosched import catalog
 from autosched.default_state import default_state, state_from_trace
 from autosched.defaults import default_schedule_maker
@@ -12,7 +13,8 @@ from autosched.errors import InvalidStepError
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.search.policy import SearchParams
 from autosched.steps import serialize
-from compiler import build, lower, te
+from compiler import build, lower, relay, te
+from compiler.relay import testing as relay_testing
 from compiler.schedule.trace import (
     LeafRef,
     StageRef,
@@ -86,6 +88,25 @@ def test_every_builtin_default_is_a_state_with_the_same_loop_nest():
         sch, args = task.compute_dag.apply_steps_from_state(st)
         dsch, dargs = default_schedule_maker(task.workload_key)()
         assert str(lower(sch, args, name="f")) == str(lower(dsch, dargs, name="f")), name
+
+
+def test_packed_dense_groups_of_a_model_are_states_with_the_same_loop_nest():
+    """The MLP's fused groups (two dense layers packed by AlterOpLayout, one plain) and a
+    packed dense over 3-D data: each default schedule converts, and its replay lowers
+    to exactly the default's TIR."""
+    mod, params = relay_testing.mlp.get_workload(batch_size=1)
+    tasks, _ = auto.extract_tasks(mod, params, "llvm")
+    x = relay.var("data", shape=(1, 6, 32))
+    w = relay.const(RNG.random((64, 32)).astype("float32"))
+    seq = relay.Function([x], relay.nn.relu(relay.nn.dense(x, w)))
+    more, _ = auto.extract_tasks(compiler.IRModule.from_expr(seq), {}, "llvm")
+    assert sum("contrib_dense_pack" in t.desc for t in tasks + more) == 3
+    for task in tasks + more:
+        st = default_state(task)
+        assert st is not None, task.desc
+        sch, args = task.compute_dag.apply_steps_from_state(st)
+        dsch, dargs = default_schedule_maker(task.workload_key)()
+        assert str(lower(sch, args, name="f")) == str(lower(dsch, dargs, name="f")), task.desc
 
 
 def _depthwise_ref(x, w, pad=1):

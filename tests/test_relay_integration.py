@@ -105,10 +105,13 @@ def test_extract_mlp_tasks_and_weights():
     mod, params = testing.mlp.get_workload(batch_size=1)
     tasks, weights = auto.extract_tasks(mod, params, "llvm")
     assert len(tasks) == 3 and weights == [1, 1, 1]
-    assert [t.desc for t in tasks] == ["fused_nn_dense_nn_bias_add_nn_relu"] * 2 + \
-        ["fused_nn_dense_nn_bias_add"]
+    # AlterOpLayout packs the 128- and 64-unit weights by blocks of nr units (two vectors);
+    # 10 units fill no vector, so that layer stays a plain dense
+    assert [t.desc for t in tasks] == ["fused_nn_contrib_dense_pack_nn_bias_add_nn_relu"] * 2 \
+        + ["fused_nn_dense_nn_bias_add"]
+    nr = 2 * compiler.topi.x86.utils.vector_lanes("float32")
     key = json.loads(tasks[0].workload_key)
-    assert len(key[0]) == 16 and key[1:] == [[1, 784], [128, 784], [128], [1, 128]]
+    assert len(key[0]) == 16 and key[1:] == [[1, 784], [128 // nr, 784, nr], [128], [1, 128]]
     # the epilogue is part of the task's DAG
     assert "T_relu" in str(tasks[0].compute_dag) or "max(" in str(tasks[0].compute_dag)
     # registered: a task can be made from the key alone

@@ -182,6 +182,63 @@ def test_alter_op_layout_leaves_wide_grouped_and_non_constant_convs():
         assert _conv_of(T.AlterOpLayout()(module_of(y))).attrs.kernel_layout == "OIHW"
 
 
+def _build_and_run(mod, inputs):
+    lib = relay.build(mod, "llvm")
+    m = compiler.contrib.graph_executor.GraphModule(lib["default"](compiler.cpu(0)))
+    for name, value in inputs.items():
+        m.set_input(name, value)
+    m.run()
+    return m.get_output(0).numpy()
+
+
+@pytest.mark.parametrize("data_shape, units", [((4, 24), 64), ((1, 3, 40), 32), ((1, 16), 8)])
+def test_alter_op_layout_packs_constant_dense_weights(data_shape, units):
+    """A constant (N, K) dense weight becomes contrib_dense_pack's "NC{nr}n" (two
+    vectors of units when they divide N, else one); values are unchanged (interpreter
+    and build), 3-D data included, and the pass is idempotent."""
+    v = compiler.topi.x86.utils.vector_lanes("float32")
+    units = units * v // 8                   # the same number of vectors on AVX2 and AVX-512
+    nr = 2 * v if units % (2 * v) == 0 else v
+    k = data_shape[-1]
+    x = relay.var("x", shape=data_shape)
+    w = rand(RNG, (units, k))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, relay.const(w)),
+                                        relay.const(rand(RNG, (units,))), axis=-1))
+    mod = module_of(y)
+    out = T.AlterOpLayout()(mod)
+    (dense,) = [n for n in post_order(out["main"]) if isinstance(n, relay.Call)
+                and getattr(n.op, "name", "") == "nn.contrib_dense_pack"]
+    assert dense.attrs.weight_layout == f"NC{nr}n"
+    packed = dense.args[1].data
+    assert packed.shape == (units // nr, k, nr)
+    np.testing.assert_array_equal(packed[0, 5, 3], w[3, 5])
+    assert T.alter_op_layout(out).astext() == out.astext()
+    data = rand(RNG, data_shape)
+    same_values(mod, out, {"x": data}, rtol=1e-4)
+    np.testing.assert_allclose(_build_and_run(mod, {"x": data}), run_interp(mod, {"x": data})[0],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_alter_op_layout_leaves_odd_units_and_weight_inputs_as_dense():
+    v = compiler.topi.x86.utils.vector_lanes("float32")
+    x = relay.var("x", shape=(2, 16))
+    odd = relay.nn.dense(x, relay.const(rand(RNG, (v + 2, 16))))
+    weight_input = relay.nn.dense(x, relay.var("w", shape=(2 * v, 16)))
+    for y in (odd, weight_input):
+        assert ops_of(T.AlterOpLayout()(module_of(y))) == ["nn.dense"]
+
+
+def test_dense_pack_type_errors():
+    x = relay.var("x", shape=(2, 16))
+    for w_shape, layout, msg in [((2, 16, 8), "NC", "expected 'NC{nr}n'"),
+                                 ((2, 16), "NC8n", "must be 3-D"),
+                                 ((2, 16, 4), "NC8n", "must be 3-D"),
+                                 ((2, 12, 8), "NC8n", "12 input features")]:
+        y = relay.nn.contrib_dense_pack(x, relay.var("w", shape=w_shape), layout)
+        with pytest.raises(relay.RelayTypeError, match=msg):
+            T.InferType()(module_of(y))
+
+
 def test_fold_scale_axis_dense():
     x = relay.var("x", shape=(2, 5))
     y = relay.multiply(relay.nn.dense(x, relay.const(rand(RNG, (3, 5)))),
@@ -206,6 +263,25 @@ def test_combine_parallel_dense_at_opt_level_4():
     inputs = {"x": rand(RNG, (4, 8)), **{f"w{k}": rand(RNG, (u, 8))
                                          for k, u in enumerate((3, 5, 3))}}
     same_values(mod, out, inputs)
+
+
+def test_combined_constant_dense_weights_are_joined_then_packed():
+    """Constant branch weights are concatenated as one constant, so AlterOpLayout (after
+    CombineParallelDense, as in TVM) packs the wide dense: Q/K/V become one packed GEMM."""
+    v = compiler.topi.x86.utils.vector_lanes("float32")
+    x = relay.var("x", shape=(4, 8))
+    ws = [rand(RNG, (2 * v, 8)) for _ in range(3)]
+    y = relay.Tuple([relay.nn.relu(relay.nn.dense(x, relay.const(w))) for w in ws])
+    mod = module_of(y)
+    combined = T.CombineParallelDense()(mod)
+    (wide,) = [n for n in post_order(combined["main"]) if isinstance(n, relay.Call)
+               and getattr(n.op, "name", "") == "nn.dense"]
+    assert isinstance(wide.args[1], relay.Constant) and wide.args[1].data.shape == (6 * v, 8)
+    with PassContext(opt_level=4):
+        opt = T.optimize_pipeline()(mod)
+    assert op_calls(opt["main"]).count("nn.contrib_dense_pack") == 1
+    assert "nn.dense" not in op_calls(opt["main"])
+    same_values(mod, combined, {"x": rand(RNG, (4, 8))})
 
 
 # ------------------------------------------------------------------ FuseOps rules

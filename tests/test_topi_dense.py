@@ -52,6 +52,50 @@ def test_dense_out_dtype_and_errors():
                  "nn.dense", "bias", "(8,)")
 
 
+PACKED_DENSE = [(1, 32, 64, 16, False), (7, 48, 24, 16, True), (33, 64, 40, 32, True),
+                (12, 16, 8, 8, True)]
+
+
+@pytest.mark.parametrize("m,n,k,nr,fused", PACKED_DENSE, ids=str)
+def test_dense_pack(m, n, k, nr, fused):
+    """The "NC{nr}n" weight (relay's AlterOpLayout) computes dense, with the packed
+    micro-kernel schedule and a plain one; M = 1 and rows that MR does not divide."""
+    A = te.placeholder((m, k), name="A")
+    W = te.placeholder((n // nr, k, nr), name="W")
+    B = te.placeholder((n,), name="B")
+    a, w, b = rand((m, k)), rand((n, k)), rand((n,))
+    wp = topi.nn.pack_dense_weight(w, nr)
+    assert wp.shape == (n // nr, k, nr) and wp[1, 3, 2] == w[nr + 2, 3]
+    out = topi.nn.dense_pack(A, W, B if fused else None)
+    assert out.op.input_tensors[0].op.attrs["weight_vector"] == nr if fused else \
+        out.op.attrs["weight_vector"] == nr
+    ref = a @ w.T + (b if fused else 0)
+    if fused:
+        out = topi.nn.relu(out)
+        ref = np.maximum(ref, 0)
+    inputs, arrays = ([A, W, B], [a, wp, b]) if fused else ([A, W], [a, wp])
+    verify(inputs, out, arrays, ref, schedule=topi.x86.schedule_dense, rtol=1e-4, atol=1e-5)
+    text = str(lower(topi.x86.schedule_dense(out), inputs + [out]))
+    # units vectorized: each k step loads contiguous weight vectors, A is broadcast
+    assert "W[T.Ramp(" in text and "T.Broadcast(A[" in text and "T.parallel" in text
+
+
+@pytest.mark.parametrize("m,nr,lanes,mr", [(128, 32, 16, 8), (128, 16, 8, 4), (1, 32, 16, 1),
+                                           (7, 32, 16, 7), (36, 64, 16, 4), (30, 16, 8, 6),
+                                           (26, 16, 16, 13)])
+def test_dense_pack_register_tile(m, nr, lanes, mr):
+    """MR x nr accumulators within 16 of AVX-512's 32 registers, 12 of AVX2's 16."""
+    assert topi.x86.dense.packed_tile(m, nr, lanes) == mr
+
+
+def test_dense_pack_errors():
+    A = te.placeholder((4, 16), name="A")
+    expect_error(lambda: topi.nn.dense_pack(A, te.placeholder((2, 16), name="W")),
+                 "nn.contrib_dense_pack", "weight", "3-D")
+    expect_error(lambda: topi.nn.dense_pack(A, te.placeholder((2, 8, 8), name="W")),
+                 "nn.contrib_dense_pack", "in_dim", "16")
+
+
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("m,n,k", [(1, 10, 64), (13, 37, 24), (32, 64, 40)], ids=str)
 def test_matmul(ta, tb, m, n, k):

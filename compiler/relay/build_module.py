@@ -6,9 +6,9 @@
 
 Pipeline (``optimize``; passes above the PassContext's opt_level are skipped, as in
 TVM): bind ``params`` as constants, InferType, SimplifyInference, FoldConstant,
-SimplifyExpr, FoldScaleAxis, AlterOpLayout (packs the constant weights of narrow NCHW
-convolutions), EliminateCommonSubexpr, CombineParallelDense,
-DeadCodeElimination, FuseOps, InferType.  Then each fused group is lowered once per
+SimplifyExpr, FoldScaleAxis, EliminateCommonSubexpr, CombineParallelDense,
+AlterOpLayout (packs the constant weights of narrow NCHW convolutions and of dense
+layers), DeadCodeElimination, FuseOps, InferType.  Then each fused group is lowered once per
 distinct workload (schedule from an active provider or the default strategy), the
 kernels compile in parallel processes, a driver calling them in order is generated over
 the planned memory pool, and everything links into one library.  ``build.stats`` counts

@@ -2,6 +2,7 @@
 from .op.nn import (
                     batch_matmul,
                     bias_add,
+                    contrib_dense_pack,
                     conv2d,
                     conv2d_transpose,
                     conv3d_transpose,
@@ -25,8 +26,8 @@ from .op.nn_more import (
                     pad,
 )
 
-__all__ = ["batch_matmul", "bias_add", "conv2d", "conv2d_transpose", "conv3d_transpose",
-           "dense", "leaky_relu",
+__all__ = ["batch_matmul", "bias_add", "contrib_dense_pack", "conv2d", "conv2d_transpose",
+           "conv3d_transpose", "dense", "leaky_relu",
            "log_softmax", "relu", "softmax", "adaptive_avg_pool2d", "adaptive_max_pool2d",
            "avg_pool2d", "batch_flatten", "batch_norm", "dropout", "global_avg_pool2d",
            "global_max_pool2d", "layer_norm", "max_pool2d", "pad"]

@@ -87,6 +87,14 @@ class DenseAttrs(Attrs):
 
 
 @dataclass(frozen=True)
+class DensePackAttrs(Attrs):
+    """``nn.contrib_dense_pack``: ``weight_layout`` "NC{nr}n" (weight (N/nr, K, nr))."""
+    units: int | None = None
+    out_dtype: str = ""
+    weight_layout: str = "NC"
+
+
+@dataclass(frozen=True)
 class BatchMatmulAttrs(Attrs):
     out_dtype: str = ""
     transpose_a: bool = False

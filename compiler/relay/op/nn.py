@@ -7,6 +7,8 @@ interpreter and for graphs built without it).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ... import topi
@@ -165,6 +167,56 @@ register_op("nn.dense", 2, _dense_rel, T.OUT_ELEMWISE_FUSABLE, _dense, _dense_re
 def dense(data, weight, units=None, out_dtype=""):
     return call("nn.dense", [data, weight], A.DenseAttrs(None if units is None else int(units),
                                                          out_dtype))
+
+
+def _dense_pack_lanes(op: str, weight_layout: str) -> int:
+    m = re.fullmatch(r"NC([1-9][0-9]*)n", weight_layout)
+    if m is None:
+        raise RelayTypeError(f"{op}: weight_layout {weight_layout!r}; expected 'NC{{nr}}n' "
+                             "(e.g. 'NC16n': the weight packed as (units/nr, in_dim, nr))")
+    return int(m[1])
+
+
+def _dense_pack_rel(arg_types, a):
+    op = "nn.contrib_dense_pack"
+    data = tensor_arg(op, "data", arg_types[0])
+    weight = tensor_arg(op, "weight", arg_types[1])
+    nr = _dense_pack_lanes(op, a.weight_layout)
+    if weight.ndim != 3 or weight.shape[2] != nr or data.ndim < 1:
+        raise RelayTypeError(f"{op}: weight {weight} must be 3-D (units/{nr}, in_dim, {nr}) "
+                             f"for weight_layout {a.weight_layout!r}")
+    if data.shape[-1] != weight.shape[1]:
+        raise RelayTypeError(f"{op}: weight has {weight.shape[1]} input features, data has "
+                             f"{data.shape[-1]} (data {data.shape}, weight {weight.shape})")
+    units = weight.shape[0] * nr
+    if a.units is not None and a.units != units:
+        raise RelayTypeError(f"{op}: units={a.units} but the packed weight {weight.shape} "
+                             f"holds {units}")
+    return TensorType(data.shape[:-1] + (units,), a.out_dtype or data.dtype)
+
+
+def _dense_pack(ins, a, ty):
+    x = ins[0]
+    if x.ndim != 2:            # (..., K) -> (M, K) -> dense -> (..., N)
+        x = topi.reshape(x, (-1, int(x.shape[-1].value)))
+        return topi.reshape(topi.nn.dense_pack(x, ins[1], out_dtype=_out_dtype(a)), ty.shape)
+    return topi.nn.dense_pack(x, ins[1], out_dtype=_out_dtype(a))
+
+
+def _dense_pack_ref(x, w, attrs):
+    nb, k, nr = w.shape
+    return _dense_ref(x, w.transpose(0, 2, 1).reshape(nb * nr, k), attrs)
+
+
+register_op("nn.contrib_dense_pack", 2, _dense_pack_rel, T.OUT_ELEMWISE_FUSABLE, _dense_pack,
+            _dense_pack_ref, A.DensePackAttrs, tunable=True)
+
+
+def contrib_dense_pack(data, weight, weight_layout="NC", units=None, out_dtype=""):
+    """TVM's ``relay.nn.contrib_dense_pack``: dense with the weight packed "NC{nr}n"."""
+    return call("nn.contrib_dense_pack", [data, weight],
+                A.DensePackAttrs(None if units is None else int(units), out_dtype,
+                                 weight_layout))
 
 
 def _bmm(ins, a):

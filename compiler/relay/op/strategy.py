@@ -115,6 +115,7 @@ for _name, _fn in {
         "nn.conv2d_transpose": _one(topi.generic.schedule_conv2d_transpose_nchw,
                                     "conv2d_transpose_nchw.x86"),
         "nn.dense": _one(topi.generic.schedule_dense, "dense.x86"),
+        "nn.contrib_dense_pack": _one(topi.generic.schedule_dense, "dense_pack.x86"),
         "nn.batch_matmul": _one(topi.generic.schedule_batch_matmul, "batch_matmul.x86"),
         "nn.softmax": _one(topi.generic.schedule_softmax, "softmax.x86"),
         "nn.log_softmax": _one(topi.generic.schedule_softmax, "log_softmax.x86"),

@@ -57,7 +57,8 @@ def FoldScaleAxis() -> Pass:
 
 
 def AlterOpLayout() -> Pass:
-    """Packs the constant weights of narrow NCHW convolutions (see alter_op_layout)."""
+    """Packs the constant weights of narrow NCHW convolutions and of dense layers (see
+    alter_op_layout)."""
     return Pass(alter_op_layout, "AlterOpLayout", 3)
 
 
@@ -74,9 +75,10 @@ def DeadCodeElimination(inline_once: bool = False) -> Pass:
     return Pass(lambda mod: dead_code_elimination(mod, inline_once), "DeadCodeElimination", 1)
 
 
-# The order relay.build runs (TVM's build_module.cc, reduced to the passes we have).
+# The order relay.build runs (TVM's build_module.cc, reduced to the passes we have):
+# AlterOpLayout after CombineParallelDense, as in TVM, so the combined dense is packed.
 PIPELINE = (InferType, SimplifyInference, FoldConstant, SimplifyExpr, FoldScaleAxis,
-            AlterOpLayout, EliminateCommonSubexpr, CombineParallelDense, DeadCodeElimination,
+            EliminateCommonSubexpr, CombineParallelDense, AlterOpLayout, DeadCodeElimination,
             FuseOps, InferType)
 
 

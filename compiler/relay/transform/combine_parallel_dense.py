@@ -10,7 +10,9 @@ default pipeline, as in TVM.
 """
 from __future__ import annotations
 
-from ..expr import Call, Function
+import numpy as np
+
+from ..expr import Call, Constant, Function
 from ..functor import ExprMutator, post_order
 from ..module import IRModule
 from ..op import nn as nn_ops
@@ -48,7 +50,11 @@ class _Combine(ExprMutator):
         if first not in self.combined:
             weights = [self.new(d.args[1]) for d in group]
             units = [d.args[1].checked_type.shape[0] for d in group]
-            wide = nn_ops.dense(self.new(group[0].args[0]), tops.concatenate(weights, axis=0),
+            # constant weights are joined here (AlterOpLayout, next, packs constants only)
+            wide_w = Constant(np.concatenate([w.data for w in weights], axis=0)) \
+                if all(isinstance(w, Constant) for w in weights) else \
+                tops.concatenate(weights, axis=0)
+            wide = nn_ops.dense(self.new(group[0].args[0]), wide_w,
                                 out_dtype=group[0].attrs.out_dtype)
             offsets, acc = [], 0
             for u in units[:-1]:

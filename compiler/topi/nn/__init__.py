@@ -15,7 +15,7 @@ from .conv2d import (
 )
 from .conv2d_transpose import conv2d_transpose_nchw
 from .conv3d_transpose import conv3d_transpose_ncdhw
-from .dense import batch_matmul, dense, matmul
+from .dense import batch_matmul, dense, dense_pack, matmul, pack_dense_weight
 from .elemwise import bias_add, gelu, leaky_relu, prelu, relu
 from .norm import batch_norm, layer_norm
 from .pad import dilate, mirror_pad, pad
@@ -26,7 +26,7 @@ from .utils import conv_out_size, get_pad_tuple
 __all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nchw_packed", "packed_lanes",
            "conv2d_nhwc", "depthwise_conv2d_nchw", "mirror_pad",
            "group_conv2d_nchw", "conv2d_transpose_nchw", "conv3d_transpose_ncdhw",
-           "batch_matmul", "dense", "matmul",
+           "batch_matmul", "dense", "dense_pack", "pack_dense_weight", "matmul",
            "bias_add", "gelu", "leaky_relu", "prelu", "relu", "batch_norm", "layer_norm",
            "dilate", "pad", "adaptive_pool", "global_pool", "pool2d", "log_softmax",
            "softmax", "conv_out_size", "get_pad_tuple"]

@@ -6,7 +6,9 @@ Invariants: the product is one reduction ComputeOp tagged "dense" / "matmul" /
 optional bias is a separate "broadcast" stage after it (fused by the schedules).
 Operands are cast to ``out_dtype`` inside the sum, as TVM does.  The second operand is
 named in ``attrs["layout_free_placeholders"]`` (as TVM's): a weight whose layout the
-auto-scheduler may rewrite.
+auto-scheduler may rewrite.  ``dense_pack`` reads a weight packed by blocks of ``nr``
+output units, (N/nr, K, nr) (TVM's "NC{nr}n"), and records ``nr`` as
+``attrs["weight_vector"]``.
 """
 from __future__ import annotations
 
@@ -54,6 +56,35 @@ def dense(data, weight, bias=None, out_dtype=None):
                name="T_dense", tag=_tag.DENSE, transpose_a=False, transpose_b=True,
                layout_free_placeholders=[weight])
     return _add_bias(op, out, bias, n)
+
+
+def dense_pack(data, weight, bias=None, out_dtype=None):
+    """``data @ W.T (+ bias)`` with W given packed, ``weight[j // nr, k, j % nr] =
+    W[j, k]`` (TVM's ``nn.contrib_dense_pack``, weight layout "NC{nr}n"; relay's
+    AlterOpLayout makes it from a constant (N, K) weight).  ``nr`` output units are then
+    one contiguous weight load per k, so the x86 schedule keeps an MR x nr tile of vector
+    accumulators, as a GEMM micro-kernel does.  data (M, K), weight (N/nr, K, nr)."""
+    op = "nn.contrib_dense_pack"
+    check_tensor(op, "data", data, ndim=2)
+    check_tensor(op, "weight", weight, ndim=3)
+    m, k = const_tuple(data.shape)
+    nb, k2, nr = const_tuple(weight.shape)
+    if k != k2:
+        raise error(op, "weight", weight, f"shape (units/nr, {k}, nr): in_dim must match "
+                    f"data's last dimension {k}")
+    odt = _out_dtype(op, data, weight, out_dtype)
+    r = te.reduce_axis((0, k), name="k")
+    out = make((m, nb * nr), lambda i, j: te.sum(
+        _cast(data[i, r], odt) * _cast(weight[j // nr, r, j % nr], odt), axis=r),
+        name="T_dense_pack", tag=_tag.DENSE, transpose_a=False, transpose_b=False,
+        weight_vector=nr, layout_free_placeholders=[weight])
+    return _add_bias(op, out, bias, nb * nr)
+
+
+def pack_dense_weight(w, nr: int):
+    """numpy (N, K) -> (N/nr, K, nr), the layout ``dense_pack`` reads."""
+    n, k = w.shape
+    return w.reshape(n // nr, nr, k).transpose(0, 2, 1).copy()
 
 
 def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False,
