@@ -5,9 +5,12 @@
 
 Workloads (the untuned "fallback" a model gets):
   dense      (1024, 1024) x (1024, 1024)^T            numpy: a @ w.T
+  dense_pack the same, the weight packed "NC{nr}n" (relay's AlterOpLayout: nr = two
+             vectors)                                 numpy: as dense
+  bert_ffn   (128, 768) x (3072, 768)^T, plain and packed   numpy: a @ w.T
   conv2d     (1, 64, 56, 56) x (64, 64, 3, 3), pad 1   numpy: im2col (as_strided) + matmul
   conv_deep / conv_packed  (1, 512, 7, 7) x (512, 512, 3, 3), pad 1, the weight OIHW and
-             packed "OIHW8o" (relay's AlterOpLayout)   numpy: as conv2d
+             packed "OIHW{v}o" (relay's AlterOpLayout)   numpy: as conv2d
   depthwise  (1, 32, 112, 112) x (32, 1, 3, 3), pad 1  numpy: sum of 9 shifted slices
   softmax    (128, 1000), last axis                    numpy: exp(x - max) / sum
   maxpool    (1, 64, 112, 112), 3x3, stride 2, pad 1   numpy: max of 9 strided slices
@@ -50,7 +53,7 @@ from numpy.lib.stride_tricks import as_strided  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from compiler import build, te, topi  # noqa: E402
-from compiler.relay.transform.alter_op_layout import pack_oihw  # noqa: E402
+from compiler.relay.transform.alter_op_layout import dense_pack_width, pack_oihw  # noqa: E402
 from compiler.runtime.module import as_aligned  # noqa: E402
 from compiler.target import parse_target  # noqa: E402
 
@@ -119,6 +122,17 @@ def np_maxpool(x, k, s, pad):
 
 
 # ---------------------------------------------------------------- workloads
+def _packed_dense(rng, name, a, w, shape):
+    """dense with the weight packed as relay's AlterOpLayout stores it."""
+    nr = dense_pack_width(w.shape[0])
+    wp = topi.nn.pack_dense_weight(w, nr)
+    A, WP = te.placeholder(a.shape, name="A"), te.placeholder(wp.shape, name="W")
+    yield dict(name=name, shape=f"{shape} NC{nr}n", flops=2 * a.shape[0] * w.size,
+               tensors=[A, WP], out=topi.nn.dense_pack(A, WP), sched=topi.x86.schedule_dense,
+               inputs=[a, wp], ref=lambda: a @ w.T,
+               torch=lambda t: torch.nn.functional.linear(t[0], torch.from_numpy(w)))
+
+
 def workloads(rng):
     f32 = np.float32
     a, w = rng.standard_normal((1024, 1024), f32), rng.standard_normal((1024, 1024), f32)
@@ -127,6 +141,14 @@ def workloads(rng):
                tensors=[A, W], out=topi.nn.dense(A, W), sched=topi.x86.schedule_dense,
                inputs=[a, w], ref=lambda: a @ w.T,
                torch=lambda t: torch.nn.functional.linear(t[0], t[1]))
+    yield from _packed_dense(rng, "dense_pack", a, w, "1024x1024x1024")
+    ab, wb = rng.standard_normal((128, 768), f32), rng.standard_normal((3072, 768), f32)
+    AB, WB = te.placeholder(ab.shape, name="A"), te.placeholder(wb.shape, name="W")
+    yield dict(name="bert_ffn", shape="128x3072x768", flops=2 * 128 * 768 * 3072,
+               tensors=[AB, WB], out=topi.nn.dense(AB, WB), sched=topi.x86.schedule_dense,
+               inputs=[ab, wb], ref=lambda: ab @ wb.T,
+               torch=lambda t: torch.nn.functional.linear(t[0], t[1]))
+    yield from _packed_dense(rng, "bert_ffn_pack", ab, wb, "128x3072x768")
     x, k = rng.standard_normal((1, 64, 56, 56), f32), rng.standard_normal((64, 64, 3, 3), f32)
     X, K = te.placeholder(x.shape, name="X"), te.placeholder(k.shape, name="K")
     yield dict(name="conv2d", shape="(1,64,56,56)x(64,64,3,3) p1",
@@ -137,9 +159,11 @@ def workloads(rng):
     # a deep ResNet layer: its width (7) does not fill vectors, so relay's AlterOpLayout
     # packs the weight "OIHW8o"; both layouts, side by side
     xd, kd = rng.standard_normal((1, 512, 7, 7), f32), rng.standard_normal((512, 512, 3, 3), f32)
-    kp = pack_oihw(kd, 8)
+    v = topi.x86.utils.vector_lanes("float32")
+    kp = pack_oihw(kd, v)
     XD, KD, KP = (te.placeholder(a.shape, name=n) for a, n in ((xd, "X"), (kd, "K"), (kp, "K")))
-    for name, kk, KK, layout in (("conv_deep", kd, KD, "OIHW"), ("conv_packed", kp, KP, "OIHW8o")):
+    for name, kk, KK, layout in (("conv_deep", kd, KD, "OIHW"),
+                                 ("conv_packed", kp, KP, f"OIHW{v}o")):
         yield dict(name=name, shape=f"(1,512,7,7)x(512,512,3,3) {layout}",
                    flops=2 * 512 * 512 * 9 * 49, tensors=[XD, KK],
                    out=topi.nn.conv2d(XD, KK, 1, 1, 1, "NCHW", layout),
