@@ -126,6 +126,15 @@ def test_packed_register_tile(oc, oh, ow, tile):
     assert topi.x86.conv2d.packed_register_tile(oc, oh, ow, 8) == tile
 
 
+@pytest.mark.parametrize("oc, oh, ow, tile", [
+    (128, 28, 28, (2, 1, 7)), (256, 14, 14, (2, 1, 7)), (512, 7, 7, (2, 1, 7)),
+    (64, 56, 56, (2, 1, 7)), (64, 12, 12, (2, 2, 4)), (64, 9, 12, (2, 1, 4)),
+    (16, 7, 7, (1, 1, 7))])
+def test_packed_register_tile_on_32_registers(oc, oh, ow, tile):
+    """AVX-512 (16 lanes, 32 registers): 14 or 16 accumulators of two channel vectors."""
+    assert topi.x86.conv2d.packed_register_tile(oc, oh, ow, 16) == tile
+
+
 def test_packed_two_channel_vectors_lowered():
     """A 2 x 4 tile: two filter vectors per tap, each broadcast input feeds both."""
     X = te.placeholder((1, 8, 16, 16), name="X")
