@@ -30,7 +30,7 @@ from .measure.measurer import (
     TuningStopped,
     was_cut_off,
 )
-from .measure.runner import LocalRunner
+from .measure.runner import LocalRunner, more_calls
 from .search.callbacks import PreloadMeasuredStates, matching_records, preload
 from .search.policy import SketchPolicy
 from .state import freeze
@@ -58,7 +58,7 @@ class TuningOptions:
     # measured again (all of them per round, so noise hits them alike) and the best is
     # the one with the lowest median; off by default so a log has one line per trial
     retime_top_k: int = 0
-    retime_rounds: int = 2
+    retime_rounds: int = 3
 
     def __post_init__(self):
         check_fields(self, ("num_measure_trials", "verbose", "retime_top_k", "retime_rounds"),
@@ -187,7 +187,9 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
     state with the lowest single figure is often not the fastest.  The measurements are
     logged like any other (records of the same steps), and ``rank_records`` ranks a state
     by the median of all its records, so ``apply_best`` and ``ApplyHistoryBest`` pick by
-    the same rule.  Measurement errors (ClusterError, TuningStopped) propagate."""
+    the same rule.  Each state is built once and its object timed every round, each
+    measurement with at least ``RETIME_CALLS`` calls (``more_calls``): the ranking must
+    resolve a few percent.  Measurement errors (ClusterError, TuningStopped) propagate."""
     ranked: dict = {}
     for cost, st in sorted(policy.measured, key=lambda x: x[0]):
         ranked.setdefault(str(st), (st, [cost]))
@@ -204,16 +206,21 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int) -> tuple:
             ranked[dkey] = (dflt, [cost])
     if len(ranked) < 2 or not rounds:
         return math.inf, 0
-    states = [st for st, _ in ranked.values()]
-    # one measurement call, each round in a rotated order: the first run after a build
-    # phase is sometimes several times slower (measured up to 10x here), and a state
-    # that came first in every round would lose by that alone
-    inputs = [MeasureInput(task, states[(r + k) % len(states)])
-              for r in range(rounds) for k in range(len(states))]
-    for inp, res in zip(inputs, measurer.measure(task, policy, inputs)):
-        if res.error_no == 0 and res.costs:
-            ranked[str(inp.state)][1].append(sum(res.costs) / len(res.costs))
-    return min(statistics.median(costs) for _, costs in ranked.values()), len(inputs)
+    inputs = [MeasureInput(task, st) for st, _ in ranked.values()]
+    builds = measurer.build(inputs)
+    n = len(inputs)
+    with more_calls(measurer.runner, RETIME_CALLS):
+        for r in range(rounds):
+            # rotated: the first run after a build phase is sometimes several times
+            # slower (measured up to 10x here), and a state that came first in every
+            # round would lose by that alone
+            order = [(r + k) % n for k in range(n)]
+            results = measurer.run_built(policy, [inputs[k] for k in order],
+                                         [builds[k] for k in order])
+            for k, res in zip(order, results):
+                if res.error_no == 0 and res.costs:
+                    ranked[str(inputs[k].state)][1].append(sum(res.costs) / len(res.costs))
+    return min(statistics.median(costs) for _, costs in ranked.values()), n * rounds
 
 
 def _asked_to_preload(policy) -> bool:
@@ -270,6 +277,8 @@ def best_state(task, log: str, include_compatible: bool = True):
 
 # a tuned state must beat the default schedule's state by this share to replace it
 PREFER_MARGIN = 0.03
+# calls timed per re-timing measurement (a median of 10 calls varies 1-4% here)
+RETIME_CALLS = 10
 
 
 def default_steps_repr(state) -> str:

@@ -65,13 +65,15 @@ class Spy:
     n_parallel = 1
 
     def __init__(self):
-        self.seen = []
+        self.seen = []          # built states
+        self.ran = []           # run states
 
     def build(self, inputs, verbose=0):
         self.seen += [str(inp.state) for inp in inputs]
         return [BuildResult(b"obj", ("f",), 0, "", 0.0) for _ in inputs]
 
     def run(self, inputs, build_results, verbose=0):
+        self.ran += [str(inp.state) for inp in inputs]
         return [MeasureResult([1e-3 * (1 + zlib.crc32(str(i.state).encode()) % 97 / 97)], 0,
                               "", 0.0, 1.0) for i in inputs]
 
@@ -360,9 +362,11 @@ def test_retime_measures_the_best_states_and_the_default_state_side_by_side(tmp_
                                builder=spy, runner=spy, retime_top_k=2, retime_rounds=2,
                                measure_callbacks=[auto.RecordToFile(log)]),
             search_policy="sketch.random", search_policy_params=SMALL_SEARCH)
-    assert ts.ct == 8 and ts.retimed == len(spy.seen) - 8
-    # 2 best + the default's state (measured first in each task's round) per task
+    # 2 best + the default's state (measured first in each task's round) per task; each
+    # re-timed state is built once and its object run once per round
+    assert ts.ct == 8 and ts.retimed == 2 * (len(spy.seen) - 8)
     assert 2 * 2 * 2 <= ts.retimed <= 2 * 3 * 2
+    assert all(spy.ran.count(k) == 3 for k in spy.seen[8:])    # its trial + 2 rounds
     recs = list(load_records(log))
     assert len(recs) == 8 + ts.retimed
     for task, best in zip(tasks, ts.best_costs):

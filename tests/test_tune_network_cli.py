@@ -25,14 +25,15 @@ def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
     first = list(load_records(log))
     assert len({r.workload_key for r in first}) == 3        # every task had a round
     # 6 trials, then per task its valid states (the default's and the best: two trials
-    # each) re-timed twice, when it has two of them to compare
+    # each) re-timed three times (TuningOptions.retime_rounds), when it has two of them
+    # to compare
     per_state = Counter((r.workload_key, r.input.steps) for r in first)
     retimed = {k for k, n in per_state.items() if n >= 3}
     valid = {(r.workload_key, r.input.steps) for r in first if r.result.error_no == 0}
     comparable = {k for k in valid if sum(v[0] == k[0] for v in valid) >= 2}
     errors = [(r.workload_key[:20], r.result.error_no, r.result.costs) for r in first
               if r.result.error_no]
-    assert retimed == comparable and len(first) == 6 + 2 * len(retimed), errors
+    assert retimed == comparable and len(first) == 6 + 3 * len(retimed), errors
     assert len(retimed) >= 2, errors
     # each of the 3 kernels uses its record or, when that is slower, its default schedule
     built = re.search(r"Built with .*: (\d+) tuned kernels, (\d+) default", out)

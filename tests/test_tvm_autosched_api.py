@@ -19,6 +19,7 @@ import compiler
 from autosched import catalog  # noqa: F401  (registers the built-in workloads)
 from autosched.default_state import default_state
 from autosched.measure.measurer import BuildResult
+from autosched.measure.runner import RunConfig, more_calls
 from autosched.steps import serialize
 from autosched.tuning import best_state, default_steps_repr, preload, rank_records
 from compiler import te
@@ -324,6 +325,53 @@ def test_the_default_state_is_retimed_beside_the_best_and_can_win(tmp_path):
     assert stats.retimed == 6                  # the best two and the default, twice each
     state, rec = best_state(task, str(log))
     assert str(state) == key and stats.best_cost == 5e-4
+
+
+class CountingRunner(Fine):
+    """Counts builds per state and records the calls per measurement (``config.number``)
+    each run is made with, as a LocalRunner carries it."""
+
+    def __init__(self):
+        self.config = RunConfig(number=3)
+        self.builds: dict = {}
+        self.numbers: list = []
+
+    def build(self, inputs, verbose=0):
+        for inp in inputs:
+            self.builds[str(inp.state)] = self.builds.get(str(inp.state), 0) + 1
+        return super().build(inputs, verbose)
+
+    def run(self, inputs, build_results, verbose=0):
+        self.numbers += [self.config.number] * len(inputs)
+        return super().run(inputs, build_results, verbose)
+
+
+def test_retiming_builds_each_state_once_and_times_more_calls(tmp_path):
+    """The re-timed states are built once and their objects run every round, each
+    measurement with RETIME_CALLS calls; the runner's own setting is restored after."""
+    task = make_task()
+    fake = CountingRunner()
+    opts = auto.TuningOptions(num_measure_trials=8, num_measures_per_round=4, verbose=0,
+                              builder=fake, runner=fake, retime_top_k=3, retime_rounds=3,
+                              measure_callbacks=[auto.RecordToFile(str(tmp_path / "l.json"))])
+    stats = task.tune(opts, auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0))
+    assert stats.trials == 8 and stats.retimed == 9          # 3 states x 3 rounds
+    assert fake.numbers == [3] * 8 + [auto.tuning.RETIME_CALLS] * 9
+    assert fake.config.number == 3
+    assert sorted(fake.builds.values()) == [1] * 5 + [2] * 3  # built for the trial, then once
+
+
+def test_more_calls_raises_only_a_run_config_below_it():
+    runner = CountingRunner()
+    with more_calls(runner, 10):
+        assert runner.config.number == 10
+    assert runner.config.number == 3
+    runner.config = RunConfig(number=20)
+    with more_calls(runner, 10):
+        assert runner.config.number == 20
+    plain = Fine()
+    with more_calls(plain, 10):                               # no RunConfig: left alone
+        assert not hasattr(plain, "config")
 
 
 def test_retimed_states_rank_before_states_measured_once():

@@ -30,6 +30,8 @@ Invariants:
 from __future__ import annotations
 
 import collections
+import contextlib
+import dataclasses
 import statistics
 import time
 import traceback
@@ -82,6 +84,23 @@ class RunConfig:
         check_fields(self, ("min_repeat_ms", "cooldown_interval", "rtol", "atol",
                             "slow_call_seconds"), 0)
         check_fields(self, ("seed",), 0, integer=True)
+
+
+@contextlib.contextmanager
+def more_calls(runner, number: int):
+    """While active, ``runner`` (a LocalRunner or DaskRunner: any runner with a RunConfig
+    ``config``) times at least ``number`` calls per measurement; other runners are left
+    as they are.  Re-timing uses it: on this machine the median of 3 calls of a 1 ms
+    conv varies by 4-11% from one measurement to the next, the median of 10 by 1-4%."""
+    config = getattr(runner, "config", None)
+    if not isinstance(config, RunConfig) or config.number >= number:
+        yield
+        return
+    runner.config = dataclasses.replace(config, number=number)
+    try:
+        yield
+    finally:
+        runner.config = config
 
 
 @dataclass(frozen=True)
