@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from topi_helpers import expect_error, rand, verify
 
-from compiler import te, topi
+from compiler import lower, te, topi
 
 REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod, "mean": np.mean}
 AXES = [None, -1, 0, (0, 2), (-1, -2), ()]
@@ -91,6 +91,23 @@ def test_softmax(shape, axis):
     verify([X], topi.nn.softmax(X, axis), [x], _softmax(x64, axis), rtol=1e-5, atol=1e-6)
     ref = np.log(_softmax(x64, axis))
     verify([X], topi.nn.log_softmax(X, axis), [x], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cols", [2.5, 4, 62.5])
+def test_softmax_row_statistics_are_lane_parallel(cols):
+    """The row max and sum accumulate in a vector of partial results, a whole vector when
+    it divides the row, else a half one (1000 columns on 16 lanes), never a scalar chain
+    of dependent adds; values match numpy."""
+    lanes = topi.x86.utils.vector_lanes("float32")
+    n = int(cols * lanes)
+    width = lanes if n % lanes == 0 else lanes // 2
+    X = te.placeholder((4, n), name="X")
+    out = topi.nn.softmax(X)
+    text = str(lower(topi.x86.schedule_softmax(out), [X, out]))
+    assert f"T_softmax_maxelem_rf[T.Ramp(0, 1, {width})]" in text
+    assert f"T_softmax_expsum_rf[T.Ramp(0, 1, {width})]" in text
+    x = rand((4, n), lo=-8, hi=8)
+    verify([X], out, [x], _softmax(x.astype("float64"), -1), rtol=1e-5, atol=1e-6)
 
 
 def test_softmax_large_inputs_do_not_overflow():
