@@ -147,12 +147,17 @@ def _dense_rel(arg_types, a):
     return TensorType(data.shape[:-1] + (weight.shape[0],), a.out_dtype or data.dtype)
 
 
-def _dense(ins, a, ty):
+def _rows_of(product, ins, a, ty):
+    """``product(x, weight)`` over data of any rank: (..., K) -> (M, K) -> (..., N)."""
     x = ins[0]
-    if x.ndim != 2:            # (..., K) -> (M, K) -> dense -> (..., N)
-        x = topi.reshape(x, (-1, int(x.shape[-1].value)))
-        return topi.reshape(topi.nn.dense(x, ins[1], out_dtype=_out_dtype(a)), ty.shape)
-    return topi.nn.dense(x, ins[1], out_dtype=_out_dtype(a))
+    if x.ndim == 2:
+        return product(x, ins[1], out_dtype=_out_dtype(a))
+    x = topi.reshape(x, (-1, int(x.shape[-1].value)))
+    return topi.reshape(product(x, ins[1], out_dtype=_out_dtype(a)), ty.shape)
+
+
+def _dense(ins, a, ty):
+    return _rows_of(topi.nn.dense, ins, a, ty)
 
 
 def _dense_ref(x, w, attrs):
@@ -196,11 +201,7 @@ def _dense_pack_rel(arg_types, a):
 
 
 def _dense_pack(ins, a, ty):
-    x = ins[0]
-    if x.ndim != 2:            # (..., K) -> (M, K) -> dense -> (..., N)
-        x = topi.reshape(x, (-1, int(x.shape[-1].value)))
-        return topi.reshape(topi.nn.dense_pack(x, ins[1], out_dtype=_out_dtype(a)), ty.shape)
-    return topi.nn.dense_pack(x, ins[1], out_dtype=_out_dtype(a))
+    return _rows_of(topi.nn.dense_pack, ins, a, ty)
 
 
 def _dense_pack_ref(x, w, attrs):
