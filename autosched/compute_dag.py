@@ -103,7 +103,7 @@ class ComputeDAG:
             self._dataflow_cache.move_to_end(key)
             return hit
         hit = self._dataflow_cache[key] = make()
-        if len(self._dataflow_cache) > 256:
+        if len(self._dataflow_cache) > 4096:
             self._dataflow_cache.popitem(last=False)
         return hit
 

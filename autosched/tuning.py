@@ -93,13 +93,23 @@ class TuneStats:
     build_seconds: float = 0.0
     run_seconds: float = 0.0
     search_seconds: float = 0.0
+    # building and timing the default schedule once at the start: measurement, not
+    # search, so it is not search overhead either
+    default_seconds: float = 0.0
     stop_reason: str = ""         # why tuning ended before the budget, if it did
     default_cost: float = math.inf  # the default schedule's mean cost (autosched.defaults)
     retimed: int = 0              # extra measurements of the best states (not trials)
 
     @property
+    def measure_seconds(self) -> float:
+        """Seconds spent building and running programs (candidates, re-timings and the
+        default schedule)."""
+        return self.build_seconds + self.run_seconds + self.default_seconds
+
+    @property
     def overhead_share(self) -> float:
-        busy = self.build_seconds + self.run_seconds
+        """Share of the wall time outside building and running programs."""
+        busy = self.measure_seconds
         return max(0.0, self.wall_seconds - busy) / self.wall_seconds if self.wall_seconds else 0.0
 
 
@@ -118,10 +128,12 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     try:
         # the default schedule's cost, timed by the same runner: the floor to beat (and
         # the runner's cut-off learns it, so hopeless candidates stop sooner)
+        t0 = time.perf_counter()
         try:
             stats.default_cost = measure_default_costs([task], measurer.runner)[0]
         except ClusterError as err:
             warnings.warn(f"the default schedule was not measured: {err}", stacklevel=2)
+        stats.default_seconds = time.perf_counter() - t0
         while stats.trials < options.num_measure_trials:
             n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
             try:

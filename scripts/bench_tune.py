@@ -85,7 +85,7 @@ def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
         stats = task.tune(opts, policy)
         trials, errors = trials + stats.trials, errors + stats.errors
         wall += stats.wall_seconds
-        busy += stats.build_seconds + stats.run_seconds
+        busy += stats.measure_seconds
         cuts[b] = sum(1 for _ in load_records(log))
     return {"task": task, "log": log, "cuts": cuts, "trials": trials, "errors": errors,
             "wall_s": wall, "candidates_per_s": trials / wall,

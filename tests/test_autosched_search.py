@@ -159,6 +159,10 @@ def test_tune_small_matmul_end_to_end_and_resume(tmp_path):
                               measure_callbacks=[auto.RecordToFile(log)])
     stats = task.tune(opts, auto.SketchPolicy(task, params=SMALL_SEARCH, seed=1, verbose=0))
     assert stats.trials == 8 and stats.best_cost < 1
+    # matmul has a default schedule: measuring it is measurement, not search overhead
+    assert 0 < stats.default_seconds < stats.wall_seconds
+    assert stats.measure_seconds == pytest.approx(
+        stats.build_seconds + stats.run_seconds + stats.default_seconds)
     lines = open(log).read().splitlines()
     assert len(lines) == 8
     sch, args = task.apply_best(log)
@@ -179,6 +183,14 @@ def test_tune_small_matmul_end_to_end_and_resume(tmp_path):
     assert stats2.preloaded == 8 and stats2.trials == 4
     new = open(log).read().splitlines()[8:]
     assert len(new) == 4 and not {l.split('"r"')[0] for l in new} & before
+
+
+def test_overhead_share_is_the_time_outside_building_and_running():
+    stats = auto.TuneStats(wall_seconds=10.0, build_seconds=4.0, run_seconds=1.0,
+                           default_seconds=1.0, search_seconds=3.5)
+    assert stats.measure_seconds == 6.0
+    assert stats.overhead_share == pytest.approx(0.4)
+    assert auto.TuneStats().overhead_share == 0.0
 
 
 @pytest.mark.slow

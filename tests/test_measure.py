@@ -302,6 +302,17 @@ def test_worker_pool_recycles_workers_after_max_jobs():
     assert pool.starts == 3
 
 
+def test_worker_pool_map_each_runs_once_in_every_worker():
+    with WorkerPool(3, "test-each") as pool:
+        pids = [o.value for o in pool.map_each(os.getpid, (), timeout=30)]
+        assert len(set(pids)) == 3
+        # the same processes run later jobs
+        later = {o.value for o in pool.map(os.getpid, [()] * 6, timeout=30)}
+        assert later <= set(pids)
+        with pytest.raises(ValueError, match="WorkerPool.map_each timeout"):
+            pool.map_each(os.getpid, (), timeout=0)
+
+
 def test_worker_pool_reports_exceptions_in_order():
     with WorkerPool(2, "test-pool") as pool:
         outcomes = pool.map(raising_job, [(1,), (2,), (3,)], timeout=30)

@@ -164,3 +164,42 @@ def test_a_snapshot_that_cannot_be_sent_warns_and_the_round_goes_on():
     with pytest.warns(UserWarning, match=r"search island of .* failed \((Pickling|Attribute)"):
         picks = policy.pick_states(8)
     assert len(picks) == 8 and len({str(s) for s in picks}) == 8
+
+
+def _imported(name: str) -> bool:
+    """A helper job: whether ``name`` is imported in this (helper) process."""
+    import sys
+    return name in sys.modules
+
+
+def test_warm_helpers_imports_the_snapshot_modules_in_every_helper(monkeypatch):
+    monkeypatch.setattr(islands, "_POOL", [])
+    monkeypatch.setattr(islands, "_WARMED", set())
+    # a stdlib module nothing here imports: its presence in a helper is the warm-up's
+    name = "colorsys"
+    thread = islands.warm_helpers(2, (name,))
+    assert thread is not None
+    thread.join(60)
+    try:
+        with islands._LOCK:
+            seen = [o.value for o in islands._POOL[0].map(_imported, [(name,)] * 2, 60)]
+        assert seen == [True, True]
+        assert islands.warm_helpers(2, (name,)) is None        # done once per pool
+        assert islands.warm_helpers(2, ()) is None
+    finally:
+        islands._POOL.pop().close()
+
+
+def test_a_trained_xgb_model_asks_for_xgboost_in_the_helpers():
+    task = _task()
+    policy = auto.SketchPolicy(task, params=PARALLEL, seed=0, verbose=0)
+    states = policy.sample_initial_population(12)
+    model = XGBModel(seed=0)
+    assert model.snapshot_modules() == ()           # the prior travels as JSON
+    rng = random.Random(0)
+    model.params = type(model.params)(prior_warmup_sample=10, num_boost_round=3)
+    model.update([MeasureInput(task, s) for s in states],
+                 [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
+                  for _ in states])
+    assert model.snapshot_modules() == ("xgboost",)   # the next snapshot trains
+    assert RandomModel(0).snapshot_modules() == ()

@@ -32,6 +32,11 @@ class CostModel:
         search's helper processes; None (the default) keeps the search in-process."""
         return None
 
+    def snapshot_modules(self) -> tuple:
+        """Modules that unpickling the next ``snapshot()`` imports: the search imports
+        them in its helpers ahead of time, while this process prepares the snapshot."""
+        return ()
+
 
 class RandomModel(CostModel):
     def __init__(self, seed: int = 0):

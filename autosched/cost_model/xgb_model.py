@@ -338,6 +338,12 @@ class XGBModel(CostModel):
         snap._prior_raw = self._prior_raw if booster is None else None
         return snap
 
+    def snapshot_modules(self) -> tuple:
+        """xgboost once the snapshot holds a booster (trained, loaded or about to be
+        trained); the prior alone travels as JSON and scores with numpy."""
+        ready = self._booster is not None or (self._records and self.num_records >= self.warmup)
+        return ("xgboost",) if ready else ()
+
     def predict_rows(self, rows) -> np.ndarray:
         """Program scores for a list of feature matrices (one per program)."""
         X = np.concatenate(rows)

@@ -31,6 +31,7 @@ COUNT_NAMES = ("float_mad", "float_addsub", "float_mul", "float_divmod", "float_
                "int_divmod", "int_cmp", "int_math_func", "int_other_func", "bool_op",
                "select_op")
 _C = {n: k for k, n in enumerate(COUNT_NAMES)}
+_FLOAT_OPS = slice(0, _C["int_mad"])      # the float_* counts
 _INT_SHIFT = _C["int_mad"] - _C["float_mad"]
 _BINARY = {E.Add: "float_addsub", E.Sub: "float_addsub", E.Mul: "float_mul",
            E.Div: "float_divmod", E.Mod: "float_divmod", E.FloorDiv: "float_divmod",
@@ -76,7 +77,8 @@ class BodyInfo:
     """
     __slots__ = ("op", "n_spatial", "n_root", "root_ext", "counts", "accesses",
                  "is_reduce", "A", "spread", "member", "elem_bytes", "n_tuples", "kind",
-                 "last_dim", "out_bytes", "shape", "strides")
+                 "last_dim", "out_bytes", "shape", "strides", "access_keys",
+                 "access_shapes", "curve_ops")
 
     def __init__(self, op: ComputeOp, body):
         self.op = op
@@ -91,6 +93,13 @@ class BodyInfo:
         accs = _accesses(op, body, index, self.is_reduce)
         self.accesses = sorted(accs, key=lambda a: (a.kind == READ, -a.static_bytes, a.order))
         self.out_bytes = elem_bytes(op.output(0).dtype)
+        # (id of the op, output index) per access: the feature rows look up bound-shrunk
+        # buffers by these ints (hashing a Tensor per access per row was a tenth of them)
+        self.access_keys = tuple([(id(a.tensor.op), a.tensor.value_index)
+                                  for a in self.accesses])
+        self.access_shapes = tuple([a.shape for a in self.accesses])
+        # the ops per iteration the intensity curve divides: float ops, else all ops
+        self.curve_ops = float(self.counts[_FLOAT_OPS].sum() or self.counts.sum())
         self._stack()
 
     def _stack(self) -> None:

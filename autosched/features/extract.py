@@ -40,6 +40,7 @@ same bytes); results are memoized per (DAG, printed State) in a bounded LRU.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -100,7 +101,6 @@ _BYTES, _UBYTES, _LINES, _ULINES = (_BF[n] for n in ("bytes", "unique_bytes", "l
                                                     "unique_lines"))
 _CURVE0 = _COL["arith_intensity_0"]
 _TAIL0 = _COL[TAIL_NAMES[0]]
-_FLOAT_OPS = slice(0, 7)
 
 
 class FeatureError(AutoSchedError):
@@ -194,65 +194,100 @@ class _Row:
             tail[:] = (elems * info.out_bytes, elems * outer, outer, p / outer)
         tail += (p, len(ext), nest.max_unroll, float(prod(ext[:par[0]])) if par else 0.0)
         self.shape = self.strides = None
-        if shapes and any(a.tensor in shapes for a in info.accesses):
-            self.shape, self.strides = [], []
-            for a in info.accesses:
-                sh = shapes.get(a.tensor, a.shape)
-                self.shape.extend(sh)
-                self.strides.extend(row_major_strides(sh))
+        if shapes and not shapes.keys().isdisjoint(info.access_keys):
+            self.shape, self.strides = _shape_and_strides(
+                tuple(map(shapes.get, info.access_keys, info.access_shapes)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_and_strides(shapes: tuple) -> tuple:
+    """(all dimensions, their row-major strides) of the accessed buffers' ``shapes``,
+    concatenated; memoized (a search round sees a few hundred distinct bound-shrunk
+    shapes), so the shared lists are read-only."""
+    shape: list = []
+    strides: list = []
+    for sh in shapes:
+        shape.extend(sh)
+        strides.extend(row_major_strides(sh))
+    return shape, strides
 
 
 # ---------------------------------------------------------------------- batched arrays
 class _Batch:
     """Rows padded to common sizes: loops at the front (ext 1), dims/buffers at the end.
-    Rows of the same op share their static arrays, filled once per op."""
+
+    The op-static arrays are filled once per distinct op (``gid``: each row's op) and
+    gathered for all rows in one indexing; the loops are scattered per distinct number
+    of root axes (rfactor and cache stages make many ops per search round, so nothing
+    here may cost a numpy call per op per array more than once)."""
 
     def __init__(self, rows):
         N = len(rows)
         self.L = L = max([len(r.ext) for r in rows] + [1])
-        R = max(r.nest.info.n_root for r in rows)
-        D = max([len(r.nest.info.shape) for r in rows] + [1])
-        B = max([len(r.nest.info.accesses) for r in rows] + [1])
+        index: dict = {}
+        infos: list = []
+        gid = []
+        for r in rows:
+            info = r.nest.info
+            g = index.get(id(info))
+            if g is None:
+                g = index[id(info)] = len(infos)
+                infos.append(info)
+            gid.append(g)
+        self.infos, self.gid = infos, np.array(gid)
+        R = max(info.n_root for info in infos)
+        self._static(infos, R)
         self.ext = np.ones((N, L))
         self.real = np.zeros((N, L), dtype=bool)
         self.span, self.step = np.zeros((N, L, R)), np.zeros((N, L, R))
-        self.A = np.zeros((N, D, R))
-        self.shape, self.spread, self.strides = np.ones((N, D)), np.zeros((N, D)), \
-            np.zeros((N, D))
-        self.member = np.zeros((N, D, B))
-        self.eb, self.nt = np.ones((N, B)), np.zeros((N, B))
-        self.kind, self.last = np.full((N, B), -1), np.zeros((N, B), dtype=int)
-        groups: dict = {}
-        for i, r in enumerate(rows):
-            groups.setdefault(id(r.nest.info), []).append(i)
-        self.groups = []        # (body info, row indices) per op
-        for idxs in groups.values():
-            self._fill_group(rows, idxs, L)
-            self.groups.append((rows[idxs[0]].nest.info, np.array(idxs)))
+        self._loops(rows, L)
         for i, r in enumerate(rows):
             if r.shape is not None:
                 self.shape[i, :len(r.shape)] = r.shape
                 self.strides[i, :len(r.shape)] = r.strides
 
-    def _fill_group(self, rows, idxs, L) -> None:
-        info = rows[idxs[0]].nest.info
-        ix = np.array(idxs)[:, None]
-        d, b, R = len(info.shape), len(info.accesses), info.n_root
-        self.A[ix, :d, :R] = info.A
-        self.shape[ix, :d], self.strides[ix, :d] = info.shape, info.strides
-        self.spread[ix, :d] = info.spread
-        self.member[ix, :d, :b] = info.member
-        self.eb[ix, :b], self.nt[ix, :b] = info.elem_bytes, info.n_tuples
-        self.kind[ix, :b], self.last[ix, :b] = info.kind, info.last_dim
-        grp = [rows[i] for i in idxs if rows[i].ext]
-        if not grp:
-            return
-        ri = np.repeat([i for i in idxs if rows[i].ext], [len(r.ext) for r in grp])
-        li = np.concatenate([np.arange(L - len(r.ext), L) for r in grp])
-        self.ext[ri, li] = np.concatenate([r.ext for r in grp])
-        self.real[ri, li] = True
-        self.span[ri, li, :R] = np.concatenate([r.nest.span[r.keep] for r in grp])
-        self.step[ri, li, :R] = np.concatenate([r.nest.step[r.keep] for r in grp])
+    def _static(self, infos, R) -> None:
+        G = len(infos)
+        D = max([len(info.shape) for info in infos] + [1])
+        B = max([len(info.accesses) for info in infos] + [1])
+        A = np.zeros((G, D, R))
+        shape, spread, strides = np.ones((G, D)), np.zeros((G, D)), np.zeros((G, D))
+        member = np.zeros((G, D, B))
+        eb, nt = np.ones((G, B)), np.zeros((G, B))
+        kind, last = np.full((G, B), -1), np.zeros((G, B), dtype=int)
+        for g, info in enumerate(infos):
+            d, b = len(info.shape), len(info.accesses)
+            A[g, :d, :info.n_root] = info.A
+            shape[g, :d], strides[g, :d], spread[g, :d] = info.shape, info.strides, \
+                info.spread
+            member[g, :d, :b] = info.member
+            eb[g, :b], nt[g, :b] = info.elem_bytes, info.n_tuples
+            kind[g, :b], last[g, :b] = info.kind, info.last_dim
+        gid = self.gid
+        self.A, self.shape, self.spread, self.strides = A[gid], shape[gid], spread[gid], \
+            strides[gid]
+        self.member, self.eb, self.nt = member[gid], eb[gid], nt[gid]
+        self.kind, self.last = kind[gid], last[gid]
+
+    def _loops(self, rows, L) -> None:
+        by_roots: dict = {}
+        for i, r in enumerate(rows):
+            if r.ext:
+                by_roots.setdefault(r.nest.info.n_root, []).append(i)
+        for R, idxs in by_roots.items():
+            grp = [rows[i] for i in idxs]
+            ri = np.repeat(idxs, [len(r.ext) for r in grp])
+            # loops are right-aligned: a row's kept loops fill columns L - len(ext) .. L - 1
+            li = [L - len(r.ext) + j for r in grp for j in range(len(r.ext))]
+            self.ext[ri, li] = [e for r in grp for e in r.ext]
+            self.real[ri, li] = True
+            # one gather over all the rows' loops instead of one per row
+            sel, off = [], 0
+            for r in grp:
+                sel += [off + k for k in r.keep]
+                off += len(r.nest.ext)
+            self.span[ri, li, :R] = np.concatenate([r.nest.span for r in grp])[sel]
+            self.step[ri, li, :R] = np.concatenate([r.nest.step for r in grp])[sel]
 
 
 def _last_true(mask):
@@ -331,8 +366,7 @@ def _reuse(f, bt, moves, real, suffix, level_bytes) -> None:
 def _curves(out, rows, suffix, level_bytes) -> None:
     """Group 4 for all rows at once: piecewise-linear interpolation of
     y = log2(flops / bytes) against x = log2(flops), levels innermost first."""
-    ops = np.array([r.nest.info.counts[_FLOAT_OPS].sum() or r.nest.info.counts.sum()
-                    for r in rows])
+    ops = np.array([r.nest.info.curve_ops for r in rows])
     ok = ops > 0
     if not ok.any():
         return
@@ -358,8 +392,8 @@ def rows_for(jobs, line_bytes: int = 64) -> np.ndarray:
     out[:, _TAIL0:] = [r.tail for r in rows]
     bt = _Batch(rows)
     p = np.array([r.p for r in rows])
-    for info, ix in bt.groups:
-        out[ix, :_N_COUNTS] = info.counts * p[ix, None]
+    counts = np.array([info.counts for info in bt.infos])
+    out[:, :_N_COUNTS] = counts[bt.gid] * p[:, None]
     f, level_bytes, suffix = _buffer_features(bt, line_bytes)
     nb = min(N_BUFFERS, f.shape[1])
     out[:, _BUF0:_BUF0 + nb * _NBF] = f[:, :nb].reshape(len(rows), -1)
@@ -373,15 +407,31 @@ def state_jobs(state) -> list:
         raise FeatureError("cannot featurize a sketch: some split lengths are unknown "
                            "(sample the sketch into a concrete state first)")
     nests = build_nests(state)
-    shapes = {}
+    shapes = {}     # (id of op, output index) -> bound-shrunk shape (BodyInfo.access_keys)
     for nest in nests:
         if nest.attached:
             op = nest.info.op
             for k in range(op.num_outputs):
-                shapes[op.output(k)] = tuple(nest.root_ext[:nest.info.n_spatial])
-    read = {t.op for st in state.stages if not st.is_placeholder
-            for t in st.op.input_tensors}
-    return [(n, shapes, n.info.op not in read) for n in nests]
+                shapes[(id(op), k)] = tuple(nest.root_ext[:nest.info.n_spatial])
+    read = _read_ops(state.stages)
+    return [(n, shapes, id(n.info.op) not in read) for n in nests]
+
+
+_READ_MEMO: dict = {}
+
+
+def _read_ops(stages) -> frozenset:
+    """ids of the ops some stage reads, memoized on the stages' ops (the entry keeps
+    them alive, so their ids cannot be reused while it exists)."""
+    key = tuple([id(st.op) for st in stages])
+    hit = _READ_MEMO.get(key)
+    if hit is None:
+        if len(_READ_MEMO) >= 4096:
+            _READ_MEMO.clear()
+        read = frozenset([id(t.op) for st in stages if not st.is_placeholder
+                          for t in st.op.input_tensors])
+        hit = _READ_MEMO[key] = (tuple([st.op for st in stages]), read)
+    return hit[1]
 
 
 def featurize_raw(state, line_bytes: int = 64) -> np.ndarray:

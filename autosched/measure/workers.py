@@ -287,6 +287,35 @@ class WorkerPool:
             raise
         return outcomes
 
+    def map_each(self, fn, args: tuple, timeout: float) -> list:
+        """Run ``fn(*args)`` once in every worker (e.g. to import what later jobs
+        need); a JobOutcome per worker.  ``map`` cannot promise that: the first worker
+        to be ready takes every queued job."""
+        timeout = check_seconds(timeout, "WorkerPool.map_each timeout")
+        outcomes: list = [None] * self.size
+        pending = set(range(self.size))
+        self.start()
+        try:
+            while pending or any(w.state == "busy" for w in self._workers):
+                for i in sorted(pending):
+                    w = self._workers[i]
+                    if w.state != "idle":
+                        continue
+                    pending.discard(i)
+                    try:
+                        w.dispatch(i, fn, tuple(args), timeout)
+                    except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
+                        outcomes[i] = JobOutcome("error", f"job arguments could not be sent "
+                                                 f"to the worker: {type(e).__name__}: {e}",
+                                                 0.0)
+                self._wait_and_collect(outcomes)
+        except BaseException:
+            for w in self._workers:
+                if w.state == "busy":
+                    w.kill()
+            raise
+        return outcomes
+
     def _dispatch(self, fn, jobs, pending, outcomes, timeout) -> None:
         for w in self._workers:
             while w.state == "idle" and pending:

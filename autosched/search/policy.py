@@ -27,7 +27,7 @@ from ..default_state import default_state
 from ..measure.measurer import MeasureInput
 from ..state import State
 from .evolution import SearchParams, evolve, next_generation, sample_population
-from .islands import helpers_for, start_islands
+from .islands import helpers_for, start_islands, warm_helpers
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
@@ -103,6 +103,10 @@ class SketchPolicy:
         p = self.params
         helpers = helpers_for(p, self.num_cores)
         snap = getattr(self.model, "snapshot", None)     # duck-typed models may lack it
+        if helpers and snap is not None:
+            # while this process trains the model (in snapshot()), the helpers import
+            # what unpickling it needs
+            warm_helpers(helpers, getattr(self.model, "snapshot_modules", tuple)())
         snapshot = snap() if helpers and snap is not None else None
         k = 1 if snapshot is None else helpers + 1
         share = math.ceil(n_init / k)
