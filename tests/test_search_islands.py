@@ -203,3 +203,39 @@ def test_a_trained_xgb_model_asks_for_xgboost_in_the_helpers():
                   for _ in states])
     assert model.snapshot_modules() == ("xgboost",)   # the next snapshot trains
     assert RandomModel(0).snapshot_modules() == ()
+
+
+class _GcSpy(CostModel):
+    """Records whether the cyclic collector was on while it scored."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def predict(self, task, states):
+        import gc
+        self.seen.add(gc.isenabled())
+        return [random.Random(str(s)).random() for s in states]
+
+
+def test_the_search_runs_with_the_cyclic_collector_paused():
+    import gc
+    from autosched.search.evolution import paused_gc
+    assert gc.isenabled()
+    model = _GcSpy()
+    policy = auto.SketchPolicy(_task(), model, params=SearchParams(
+        evolutionary_search_population=32, evolutionary_search_num_iters=1,
+        sample_init_min_population=16), seed=0, verbose=0)
+    assert len(policy.pick_states(4)) == 4
+    assert model.seen == {False} and gc.isenabled()
+    with paused_gc():
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()          # the outer pause still holds
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()          # the caller's choice is kept
+    finally:
+        gc.enable()

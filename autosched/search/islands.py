@@ -34,7 +34,7 @@ import random
 import threading
 
 from ..measure.workers import WorkerError, WorkerPool
-from .evolution import SearchParams, evolve, sample_population
+from .evolution import SearchParams, evolve, paused_gc, sample_population
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
@@ -97,10 +97,11 @@ def warm_helpers(n_helpers: int, modules) -> threading.Thread | None:
 def run_island_job(seed: int, payload: bytes) -> list:
     """A helper's entry point: the round's shared arguments were pickled once, by the
     tuner's thread; only the island's seed differs between helpers."""
-    task, model, params, n_init, seed_steps, measured, n_out, num_cores = \
-        pickle.loads(payload)
-    return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
-                      num_cores)
+    with paused_gc():
+        task, model, params, n_init, seed_steps, measured, n_out, num_cores = \
+            pickle.loads(payload)
+        return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
+                          num_cores)
 
 
 def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,

@@ -26,7 +26,7 @@ from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
 from ..measure.measurer import MeasureInput
 from ..state import State
-from .evolution import SearchParams, evolve, next_generation, sample_population
+from .evolution import SearchParams, evolve, next_generation, paused_gc, sample_population
 from .islands import helpers_for, start_islands, warm_helpers
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
@@ -153,6 +153,12 @@ class SketchPolicy:
     # ------------------------------------------------------------------ rounds
     def pick_states(self, num: int) -> list:
         t0 = time.perf_counter()
+        with paused_gc():
+            picks = self._pick_states(num)
+        self.search_seconds += time.perf_counter() - t0
+        return picks
+
+    def _pick_states(self, num: int) -> list:
         p = self.params
         # as Ansor: a full population of random samples (at least the minimum), of
         # which this process samples its island's share
@@ -174,7 +180,6 @@ class SketchPolicy:
             if len(picks) >= num:
                 break
             self._take(st, picks, keys)
-        self.search_seconds += time.perf_counter() - t0
         return picks
 
     def _take_default_state(self):
