@@ -13,7 +13,9 @@ ranking), and the same search then continues to the next budget.  Re-timing
 measurements are not trials.  Each budget's best state is rebuilt as it was measured
 (weights pre-transformed when the task rewrites layouts, as a relay build does once) and
 re-timed interleaved with the default (topi) schedule and numpy: round-robin, one timing
-of each per round, median of the rounds.  Reported per budget: the median and min-max
+of each per round, median of the rounds; when the best state is the default schedule's
+own state, the answer is the default program and gets the default's figure
+(``best_is_default``).  Reported per budget: the median and min-max
 over seeds of the re-timed GFLOPS, the ratios to numpy and to the default schedule
 (median and min), the logged GFLOPS; per run: measured candidates per second and the
 share of the wall time outside build and run (search overhead).  Writes JSON.
@@ -167,6 +169,22 @@ def retime_run(name: str, args, run: dict, budgets) -> None:
             states[b] = st
     run["logged_gflops"] = logged
     run["seconds"] = retime(name, task, states)
+    mark_default_answers(task, run, states)
+
+
+def mark_default_answers(task, run: dict, states: dict) -> None:
+    """Budgets whose best state is the default schedule's own state: the tuner answered
+    with the default program, so its figure is the default's (two builds of one program
+    differ only by measurement noise); the second build's figure is kept as
+    ``best@B (own build)``."""
+    dflt = default_state(task)
+    dkey = None if dflt is None else str(dflt)
+    secs = run["seconds"]
+    run["best_is_default"] = {str(b): str(st) == dkey for b, st in states.items()}
+    for b, same in run["best_is_default"].items():
+        if same and f"best@{b}" in secs:
+            secs[f"best@{b} (own build)"] = secs[f"best@{b}"]
+            secs[f"best@{b}"] = secs["default"]
 
 
 def retime_all(path: str, budgets) -> dict:
@@ -204,7 +222,8 @@ def run_workload(spec: str, ns) -> dict:
 
 def summarize(res: dict, budgets) -> list:
     """Rows: (budget, median GFLOPS, min, max, vs numpy med, vs default med, vs default
-    min, logged med, cand/s med, overhead med)."""
+    min, logged med, cand/s med, overhead med, runs whose answer is the default
+    schedule's own state)."""
     rows = []
     flops, runs = res["flops"], res["runs"]
     for b in budgets:
@@ -220,7 +239,8 @@ def summarize(res: dict, budgets) -> list:
                      statistics.median(vs_def), min(vs_def),
                      statistics.median(r["logged_gflops"][b] for r in ok),
                      statistics.median(r["candidates_per_s"] for r in runs),
-                     statistics.median(r["overhead_share"] for r in runs)))
+                     statistics.median(r["overhead_share"] for r in runs),
+                     sum(bool(r.get("best_is_default", {}).get(str(b))) for r in ok)))
     return rows
 
 
@@ -237,15 +257,17 @@ def print_table(out: dict, budgets, baseline: dict | None = None) -> None:
     baseline = baseline or {}
     print(f"{'workload':16s} {'trials':>6s} {'GFLOPS med':>10s} {'min-max':>13s} "
           f"{'vs numpy':>8s} {'vs default':>10s} {'(min)':>6s} {'logged':>7s} "
-          f"{'cand/s':>6s} {'overhead':>8s}" + (f" {'before':>14s}" if baseline else ""))
+          f"{'cand/s':>6s} {'overhead':>8s} {'=dflt':>5s}"
+          + (f" {'before':>14s}" if baseline else ""))
     for spec, res in out.items():
-        for b, med, lo, hi, vnp, vdef, vdef_min, logged, cps, ovh in summarize(res, budgets):
+        for b, med, lo, hi, vnp, vdef, vdef_min, logged, cps, ovh, same in \
+                summarize(res, budgets):
             vnp_s = f"{vnp:8.2f}" if vnp is not None else f"{'-':>8s}"
             old = baseline.get((spec, b))
             old_s = f" {old[0]:7.1f} ({old[1]:.2f})" if old else ""
             print(f"{spec:16s} {b:6d} {med:10.1f} {f'{lo:.1f}-{hi:.1f}':>13s} {vnp_s} "
-                  f"{vdef:10.2f} {vdef_min:6.2f} {logged:7.1f} {cps:6.2f} {ovh:8.1%}"
-                  + old_s)
+                  f"{vdef:10.2f} {vdef_min:6.2f} {logged:7.1f} {cps:6.2f} {ovh:8.1%} "
+                  f"{same:5d}" + old_s)
 
 
 def main(argv=None) -> int:

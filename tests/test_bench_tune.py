@@ -1,0 +1,39 @@
+"""scripts/bench_tune.py's bookkeeping: a budget whose answer is the default schedule's
+own state gets the default's figure, and the summary counts such runs.  No tuning."""
+import importlib.util
+import pathlib
+
+import pytest
+
+import autosched as auto
+from autosched import catalog  # noqa: F401  (registers built-in workloads)
+from autosched.default_state import default_state
+
+SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "bench_tune.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_tune", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_an_answer_that_is_the_default_program_gets_the_default_figure(bench):
+    task = auto.SearchTask(func="matmul", args=(64, 64, 64))
+    dflt = default_state(task)
+    other = auto.SketchPolicy(task, seed=0, verbose=0).sample_initial_population(1)[0]
+    assert str(other) != str(dflt)
+    run = {"seconds": {"default": 1.0, "best@64": 1.1, "best@200": 0.9, "numpy": 2.0},
+           "logged_gflops": {64: 1.0, 200: 2.0}, "candidates_per_s": 5.0,
+           "overhead_share": 0.2}
+    bench.mark_default_answers(task, run, {64: dflt, 200: other})
+    assert run["best_is_default"] == {"64": True, "200": False}
+    secs = run["seconds"]
+    assert secs["best@64"] == 1.0 and secs["best@64 (own build)"] == 1.1
+    assert secs["best@200"] == 0.9 and "best@200 (own build)" not in secs
+    rows = bench.summarize({"flops": 1e9, "runs": [run]}, [64, 200])
+    # (budget, GFLOPS, min, max, vs numpy, vs default, min, logged, cand/s, overhead, =dflt)
+    assert rows[0][0] == 64 and rows[0][5] == 1.0 and rows[0][10] == 1
+    assert rows[1][0] == 200 and rows[1][5] == pytest.approx(1 / 0.9) and rows[1][10] == 0
