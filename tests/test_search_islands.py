@@ -1,8 +1,10 @@
 """The evolutionary search split into islands run by helper processes: reproducible,
 never returning measured or duplicate states, scored as in-process, and robust to a
 helper that fails."""
+import gc
 import pickle
 import random
+import sys
 
 import pytest
 
@@ -11,7 +13,7 @@ from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.cost_model import CostModel, RandomModel, XGBModel
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.search import islands
-from autosched.search.evolution import SearchParams
+from autosched.search.evolution import SearchParams, paused_gc
 from autosched.search.mutation_rules import replay
 
 # a population large enough for islands (the threshold is lowered to it), kept small
@@ -168,7 +170,6 @@ def test_a_snapshot_that_cannot_be_sent_warns_and_the_round_goes_on():
 
 def _imported(name: str) -> bool:
     """A helper job: whether ``name`` is imported in this (helper) process."""
-    import sys
     return name in sys.modules
 
 
@@ -212,14 +213,11 @@ class _GcSpy(CostModel):
         self.seen = set()
 
     def predict(self, task, states):
-        import gc
         self.seen.add(gc.isenabled())
         return [random.Random(str(s)).random() for s in states]
 
 
 def test_the_search_runs_with_the_cyclic_collector_paused():
-    import gc
-    from autosched.search.evolution import paused_gc
     assert gc.isenabled()
     model = _GcSpy()
     policy = auto.SketchPolicy(_task(), model, params=SearchParams(
