@@ -40,17 +40,15 @@ same bytes); results are memoized per (DAG, printed State) in a bounded LRU.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from math import prod
 
 import numpy as np
 
-from .. import state as S
 from ..errors import AutoSchedError
-from .body import COUNT_NAMES, row_major_strides
+from .body import COUNT_NAMES
+from .loops import ANN_BLOCK, N_POS, N_TAIL, LoopBatch
 from .nest import build_nests
 
 N_BUFFERS = 5
@@ -64,7 +62,6 @@ BUFFER_FIELDS = ("acc_read", "acc_write", "acc_readwrite", "bytes", "unique_byte
                  "lines_d_reuse_ct", "unique_lines_d_reuse_ct", "stride")
 TAIL_NAMES = ("alloc_size", "alloc_prod", "alloc_outer_prod", "alloc_inner_prod",
               "outer_prod", "num_loops", "auto_unroll_max_step", "parallel_launches")
-MAX_UNROLL_DEPTH = 8
 _REVISION = 1
 
 
@@ -118,176 +115,11 @@ def slog(x):
     return np.sign(x) * np.log2(1.0 + np.abs(x))
 
 
-# ---------------------------------------------------------------------- per-row prep
-def _unrolled(ext, ann, n_outer, max_step) -> list:
-    """Own loops (indices) explicitly unrolled or unrolled by auto_unroll_max_step."""
-    out, steps, depth = [], 1, 0
-    for l in range(len(ext) - 1, n_outer - 1, -1):
-        a = ann[l]
-        if a == S.ANN_VECTORIZE:
-            continue
-        if a == S.ANN_UNROLL or (a == S.ANN_NONE and depth <= MAX_UNROLL_DEPTH
-                                 and ext[l] * steps <= max_step):
-            out.append(l)
-            steps *= ext[l]
-            depth += 1
-        else:
-            break
-    return out
-
-
-def _annotation_block(row, base, loops, ext, pos) -> None:
-    """Group 2 for one annotation; ``base`` is the column of its ``<group>_num``."""
-    if not loops:
-        row[base + 3] = 1.0
-        return
-    inner = max(loops)
-    row[base] = len(loops)
-    row[base + 1] = prod([ext[l] for l in loops])
-    row[base + 2] = ext[inner]
-    row[base + 3 + pos[inner]] = 1.0
-
-
 _VEC0, _UNROLL0, _PAR0 = (_COL[f"{g}_num"] for g in ANN_GROUPS)
 _ANN_END = _PAR0 + 3 + len(POS_NAMES)     # groups 2 are contiguous: vec, unroll, parallel
 _N_COUNTS = len(COUNT_NAMES)
-
-
-class _Row:
-    """One store's loops with extent-1 loops dropped, plus its scalar features: ``p``
-    (the loops' product, scaling the op counts), ``ann`` (group 2, columns ``_VEC0`` to
-    ``_ANN_END``) and ``tail`` (group 6); ``rows_for`` writes them for all rows at once.
-
-    ``shape``/``strides`` are set only when an accessed buffer is an attached stage's
-    (bound-shrunk) buffer; otherwise the op's static arrays apply.
-    """
-    __slots__ = ("nest", "keep", "ext", "shape", "strides", "p", "ann", "tail")
-
-    def __init__(self, nest, shapes, is_output):
-        self.nest = nest
-        info = nest.info
-        # one pass over the loops (this runs for every store of ~10^4 states a round)
-        keep, ext, ann, pos = [], [], [], []
-        n_outer, nest_outer, nest_ann, nest_pos = 0, nest.n_outer, nest.ann, nest.pos
-        for l, e in enumerate(nest.ext):
-            if e > 1:
-                keep.append(l)
-                ext.append(e)
-                ann.append(nest_ann[l])
-                pos.append(nest_pos[l])
-                if l < nest_outer:
-                    n_outer += 1
-        self.keep, self.ext = keep, ext
-        self.p = p = float(prod(ext))
-        n = len(ext)
-        block = self.ann = [0.0] * (_ANN_END - _VEC0)
-        _annotation_block(block, 0, [l for l in range(n_outer, n)
-                                     if ann[l] == S.ANN_VECTORIZE], ext, pos)
-        _annotation_block(block, _UNROLL0 - _VEC0,
-                          _unrolled(ext, ann, n_outer, nest.max_unroll), ext, pos)
-        par = [l for l in range(n) if ann[l] == S.ANN_PARALLEL]
-        _annotation_block(block, _PAR0 - _VEC0, par, ext, pos)
-        outer = float(prod(ext[:n_outer]))
-        tail = self.tail = [0.0] * 4
-        if not is_output:
-            elems = float(prod(nest.root_ext[:info.n_spatial]))
-            tail[:] = (elems * info.out_bytes, elems * outer, outer, p / outer)
-        tail += (p, len(ext), nest.max_unroll, float(prod(ext[:par[0]])) if par else 0.0)
-        self.shape = self.strides = None
-        if shapes and not shapes.keys().isdisjoint(info.access_keys):
-            self.shape, self.strides = _shape_and_strides(
-                tuple(map(shapes.get, info.access_keys, info.access_shapes)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _shape_and_strides(shapes: tuple) -> tuple:
-    """(all dimensions, their row-major strides) of the accessed buffers' ``shapes``,
-    concatenated; memoized (a search round sees a few hundred distinct bound-shrunk
-    shapes), so the shared lists are read-only."""
-    shape: list = []
-    strides: list = []
-    for sh in shapes:
-        shape.extend(sh)
-        strides.extend(row_major_strides(sh))
-    return shape, strides
-
-
-# ---------------------------------------------------------------------- batched arrays
-class _Batch:
-    """Rows padded to common sizes: loops at the front (ext 1), dims/buffers at the end.
-
-    The op-static arrays are filled once per distinct op (``gid``: each row's op) and
-    gathered for all rows in one indexing; the loops are scattered per distinct number
-    of root axes (rfactor and cache stages make many ops per search round, so nothing
-    here may cost a numpy call per op per array more than once)."""
-
-    def __init__(self, rows):
-        N = len(rows)
-        self.L = L = max([len(r.ext) for r in rows] + [1])
-        index: dict = {}
-        infos: list = []
-        gid = []
-        for r in rows:
-            info = r.nest.info
-            g = index.get(id(info))
-            if g is None:
-                g = index[id(info)] = len(infos)
-                infos.append(info)
-            gid.append(g)
-        self.infos, self.gid = infos, np.array(gid)
-        R = max(info.n_root for info in infos)
-        self._static(infos, R)
-        self.ext = np.ones((N, L))
-        self.real = np.zeros((N, L), dtype=bool)
-        self.span, self.step = np.zeros((N, L, R)), np.zeros((N, L, R))
-        self._loops(rows, L)
-        for i, r in enumerate(rows):
-            if r.shape is not None:
-                self.shape[i, :len(r.shape)] = r.shape
-                self.strides[i, :len(r.shape)] = r.strides
-
-    def _static(self, infos, R) -> None:
-        G = len(infos)
-        D = max([len(info.shape) for info in infos] + [1])
-        B = max([len(info.accesses) for info in infos] + [1])
-        A = np.zeros((G, D, R))
-        shape, spread, strides = np.ones((G, D)), np.zeros((G, D)), np.zeros((G, D))
-        member = np.zeros((G, D, B))
-        eb, nt = np.ones((G, B)), np.zeros((G, B))
-        kind, last = np.full((G, B), -1), np.zeros((G, B), dtype=int)
-        for g, info in enumerate(infos):
-            d, b = len(info.shape), len(info.accesses)
-            A[g, :d, :info.n_root] = info.A
-            shape[g, :d], strides[g, :d], spread[g, :d] = info.shape, info.strides, \
-                info.spread
-            member[g, :d, :b] = info.member
-            eb[g, :b], nt[g, :b] = info.elem_bytes, info.n_tuples
-            kind[g, :b], last[g, :b] = info.kind, info.last_dim
-        gid = self.gid
-        self.A, self.shape, self.spread, self.strides = A[gid], shape[gid], spread[gid], \
-            strides[gid]
-        self.member, self.eb, self.nt = member[gid], eb[gid], nt[gid]
-        self.kind, self.last = kind[gid], last[gid]
-
-    def _loops(self, rows, L) -> None:
-        by_roots: dict = {}
-        for i, r in enumerate(rows):
-            if r.ext:
-                by_roots.setdefault(r.nest.info.n_root, []).append(i)
-        for R, idxs in by_roots.items():
-            grp = [rows[i] for i in idxs]
-            ri = np.repeat(idxs, [len(r.ext) for r in grp])
-            # loops are right-aligned: a row's kept loops fill columns L - len(ext) .. L - 1
-            li = [L - len(r.ext) + j for r in grp for j in range(len(r.ext))]
-            self.ext[ri, li] = [e for r in grp for e in r.ext]
-            self.real[ri, li] = True
-            # one gather over all the rows' loops instead of one per row
-            sel, off = [], 0
-            for r in grp:
-                sel += [off + k for k in r.keep]
-                off += len(r.nest.ext)
-            self.span[ri, li, :R] = np.concatenate([r.nest.span for r in grp])[sel]
-            self.step[ri, li, :R] = np.concatenate([r.nest.step for r in grp])[sel]
+assert _ANN_END - _VEC0 == 3 * ANN_BLOCK and len(TAIL_NAMES) == N_TAIL and \
+    len(POS_NAMES) == N_POS
 
 
 def _last_true(mask):
@@ -363,10 +195,10 @@ def _reuse(f, bt, moves, real, suffix, level_bytes) -> None:
                               base * 2.0)
 
 
-def _curves(out, rows, suffix, level_bytes) -> None:
+def _curves(out, ops, suffix, level_bytes) -> None:
     """Group 4 for all rows at once: piecewise-linear interpolation of
-    y = log2(flops / bytes) against x = log2(flops), levels innermost first."""
-    ops = np.array([r.nest.info.curve_ops for r in rows])
+    y = log2(flops / bytes) against x = log2(flops), levels innermost first; ``ops``:
+    each row's ops per iteration (``BodyInfo.curve_ops``)."""
     ok = ops > 0
     if not ok.any():
         return
@@ -385,19 +217,18 @@ def _curves(out, rows, suffix, level_bytes) -> None:
 def rows_for(jobs, line_bytes: int = 64) -> np.ndarray:
     """Raw (not log-scaled) rows for (nest, shapes, is_output) jobs, batched."""
     out = np.zeros((len(jobs), len(FEATURE_NAMES)))
-    rows = [_Row(n, sh, o) for n, sh, o in jobs]
-    if not rows:
+    if not jobs:
         return out
-    out[:, _VEC0:_ANN_END] = [r.ann for r in rows]
-    out[:, _TAIL0:] = [r.tail for r in rows]
-    bt = _Batch(rows)
-    p = np.array([r.p for r in rows])
+    bt = LoopBatch(jobs)
+    out[:, _VEC0:_ANN_END] = bt.ann
+    out[:, _TAIL0:] = bt.tail
     counts = np.array([info.counts for info in bt.infos])
-    out[:, :_N_COUNTS] = counts[bt.gid] * p[:, None]
+    out[:, :_N_COUNTS] = counts[bt.gid] * bt.p[:, None]
     f, level_bytes, suffix = _buffer_features(bt, line_bytes)
     nb = min(N_BUFFERS, f.shape[1])
-    out[:, _BUF0:_BUF0 + nb * _NBF] = f[:, :nb].reshape(len(rows), -1)
-    _curves(out, rows, suffix, level_bytes)
+    out[:, _BUF0:_BUF0 + nb * _NBF] = f[:, :nb].reshape(len(jobs), -1)
+    ops = np.array([info.curve_ops for info in bt.infos])[bt.gid]
+    _curves(out, ops, suffix, level_bytes)
     return out
 
 
