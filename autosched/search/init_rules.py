@@ -21,9 +21,11 @@ MAX_VECTORIZE_LANES = 64
 AUTO_UNROLL_CONFIGS = (0, 16, 64, 512)
 
 
-def divisors(n: int) -> list:
+@lru_cache(maxsize=4096)
+def divisors(n: int) -> tuple:
+    """The divisors of ``n``, ascending (memoized: every tile-size mutation asks)."""
     small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    return tuple(sorted(set(small + [n // d for d in small])))
 
 
 @lru_cache(maxsize=4096)

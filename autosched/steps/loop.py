@@ -98,9 +98,10 @@ class FuseStep:
         fused = S.make_iterator(name, ext, kinds.pop() if len(kinds) == 1 else S.MIXED)
         iters = list(st.iters)
         iters[ids[0]:ids[-1] + 1] = [fused]
-        remap = {i: ids[0] for i in ids}
-        remap.update({i: i - len(ids) + 1 for i in range(ids[-1] + 1, len(st.iters))})
-        state.update_attach_iters(self.stage_id, remap)
+        if state.attach_map:
+            remap = {i: ids[0] for i in ids}
+            remap.update({i: i - len(ids) + 1 for i in range(ids[-1] + 1, len(st.iters))})
+            state.update_attach_iters(self.stage_id, remap)
         state.set_stage(self.stage_id, S.replace(st, iters=tuple(iters)))
         return ids[0]
 
@@ -162,8 +163,11 @@ class ReorderStep:
         if sorted(self.after_ids) != list(range(len(st.iters))):
             raise InvalidStepError(f"RE: {list(self.after_ids)} is not a permutation of the "
                                    f"{len(st.iters)} iterators of stage {st.name}")
-        iters = tuple(st.iters[i] for i in self.after_ids)
-        state.update_attach_iters(self.stage_id, {o: n for n, o in enumerate(self.after_ids)})
+        its = st.iters
+        iters = tuple([its[i] for i in self.after_ids])
+        if state.attach_map:
+            state.update_attach_iters(self.stage_id,
+                                      {o: n for n, o in enumerate(self.after_ids)})
         state.set_stage(self.stage_id, S.replace(st, iters=iters))
 
     def apply_to_schedule(self, sch):
