@@ -163,17 +163,18 @@ def _print_state(state: State) -> str:
     children: dict = {}
     for sid, (t, it) in sorted(state.attach_map.items()):
         children.setdefault((t, it), []).append(sid)
+    parents = {t for t, _ in children}
     for sid, st in enumerate(state.stages):
         if st.is_placeholder or st.compute_at != ROOT:
             continue
-        _print_stage(state, sid, 0, children, lines)
+        _print_stage(state, sid, 0, children, parents, lines)
     return "\n".join(lines) + "\n"
 
 
-def _print_stage(state, sid, depth, children, lines) -> None:
+def _print_stage(state, sid, depth, children, parents, lines) -> None:
     st = state.stages[sid]
     indent = depth
-    has_children = any(t == sid for t, _ in children)
+    has_children = sid in parents
     for k, it in enumerate(st.iters):
         ext = it.extent
         lines.append(f"{'  ' * indent}{ANN_NAMES.get(it.annotation, 'for')} {it.name} "
@@ -182,7 +183,7 @@ def _print_stage(state, sid, depth, children, lines) -> None:
         if has_children:
             for c in children.get((sid, k), ()):
                 if state.stages[c].compute_at == ITER:
-                    _print_stage(state, c, indent, children, lines)
+                    _print_stage(state, c, indent, children, parents, lines)
     pad = "  " * indent
     if st.auto_unroll_max_step:
         lines.append(pad + f"# auto_unroll_max_step={st.auto_unroll_max_step}")
