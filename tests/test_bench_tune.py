@@ -1,23 +1,17 @@
 """scripts/bench_tune.py's bookkeeping: a budget whose answer is the default schedule's
 own state gets the default's figure, and the summary counts such runs.  No tuning."""
-import importlib.util
-import pathlib
 
 import pytest
+from script_helpers import load_script
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.default_state import default_state
 
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "bench_tune.py"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_tune", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_tune")
 
 
 def test_an_answer_that_is_the_default_program_gets_the_default_figure(bench):

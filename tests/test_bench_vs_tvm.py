@@ -1,20 +1,14 @@
 """scripts/bench_vs_tvm.py, our side only: argument parsing, reading the worker's output,
 the ratios and the table.  Neither TVM nor any tuning is needed."""
-import importlib.util
-import pathlib
 
 import numpy as np
 import pytest
-
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "bench_vs_tvm.py"
+from script_helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_vs_tvm", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_vs_tvm")
 
 
 def test_defaults(bench):

@@ -275,17 +275,8 @@ class WorkerPool:
         jobs = list(jobs)
         outcomes = [None] * len(jobs)
         pending = collections.deque(range(len(jobs)))
-        self.start()
-        try:
-            while pending or any(w.state == "busy" for w in self._workers):
-                self._dispatch(fn, jobs, pending, outcomes, timeout)
-                self._wait_and_collect(outcomes)
-        except BaseException:
-            for w in self._workers:
-                if w.state == "busy":
-                    w.kill()
-            raise
-        return outcomes
+        return self._drive(pending, outcomes,
+                           lambda: self._dispatch(fn, jobs, pending, outcomes, timeout))
 
     def map_each(self, fn, args: tuple, timeout: float) -> list:
         """Run ``fn(*args)`` once in every worker (e.g. to import what later jobs
@@ -294,20 +285,16 @@ class WorkerPool:
         timeout = check_seconds(timeout, "WorkerPool.map_each timeout")
         outcomes: list = [None] * self.size
         pending = set(range(self.size))
+        return self._drive(pending, outcomes,
+                           lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
+
+    def _drive(self, pending, outcomes, dispatch) -> list:
+        """Dispatch and collect until no job is pending or running; on any exception
+        (Ctrl-C included) the busy workers are killed before it propagates."""
         self.start()
         try:
             while pending or any(w.state == "busy" for w in self._workers):
-                for i in sorted(pending):
-                    w = self._workers[i]
-                    if w.state != "idle":
-                        continue
-                    pending.discard(i)
-                    try:
-                        w.dispatch(i, fn, tuple(args), timeout)
-                    except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
-                        outcomes[i] = JobOutcome("error", f"job arguments could not be sent "
-                                                 f"to the worker: {type(e).__name__}: {e}",
-                                                 0.0)
+                dispatch()
                 self._wait_and_collect(outcomes)
         except BaseException:
             for w in self._workers:
@@ -315,6 +302,19 @@ class WorkerPool:
                     w.kill()
             raise
         return outcomes
+
+    def _dispatch_each(self, fn, args, pending, outcomes, timeout) -> None:
+        """Job i goes to worker i, once that worker is idle."""
+        for i in sorted(pending):
+            w = self._workers[i]
+            if w.state != "idle":
+                continue
+            pending.discard(i)
+            try:
+                w.dispatch(i, fn, tuple(args), timeout)
+            except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
+                outcomes[i] = JobOutcome("error", f"job arguments could not be sent to the "
+                                         f"worker: {type(e).__name__}: {e}", 0.0)
 
     def _dispatch(self, fn, jobs, pending, outcomes, timeout) -> None:
         for w in self._workers:
