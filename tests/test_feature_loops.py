@@ -11,8 +11,9 @@ import pytest
 import autosched as auto
 from autosched import catalog
 from autosched import state as S
+from autosched.features import extract
 from autosched.features.extract import state_jobs
-from autosched.features.loops import ANN_BLOCK, MAX_UNROLL_DEPTH, LoopBatch
+from autosched.features.loops import ANN_BLOCK, MAX_UNROLL_DEPTH, N_POS, N_TAIL, LoopBatch
 from autosched.search.mutation_rules import MUTATIONS, mutate
 
 
@@ -120,3 +121,12 @@ def test_unroll_emulation_stops_at_the_first_loop_it_cannot_take(ann1, max_unrol
     assert (num, total) == unrolled
     assert bt.ann[0, ANN_BLOCK + 2] == 4.0                  # the innermost is 4
     assert bt.ann[0, :3].tolist() == [1.0, 8.0, 8.0]        # one vectorized loop of 8
+
+
+def test_the_batch_layout_matches_the_feature_names():
+    names = extract.FEATURE_NAMES
+    vec0, end = names.index("vec_num"), names.index("parallel_pos_mixed") + 1
+    assert end - vec0 == 3 * ANN_BLOCK and len(extract.POS_NAMES) == N_POS
+    assert names[vec0 + ANN_BLOCK] == "unroll_num" and names[vec0 + 2 * ANN_BLOCK] == \
+        "parallel_num"
+    assert names[-N_TAIL:] == extract.TAIL_NAMES

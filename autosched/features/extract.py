@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import AutoSchedError
 from .body import COUNT_NAMES
-from .loops import ANN_BLOCK, N_POS, N_TAIL, LoopBatch
+from .loops import LoopBatch
 from .nest import build_nests
 
 N_BUFFERS = 5
@@ -118,8 +118,6 @@ def slog(x):
 _VEC0, _UNROLL0, _PAR0 = (_COL[f"{g}_num"] for g in ANN_GROUPS)
 _ANN_END = _PAR0 + 3 + len(POS_NAMES)     # groups 2 are contiguous: vec, unroll, parallel
 _N_COUNTS = len(COUNT_NAMES)
-assert _ANN_END - _VEC0 == 3 * ANN_BLOCK and len(TAIL_NAMES) == N_TAIL and \
-    len(POS_NAMES) == N_POS
 
 
 def _last_true(mask):
