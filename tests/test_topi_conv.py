@@ -135,6 +135,15 @@ def test_packed_register_tile_on_32_registers(oc, oh, ow, tile):
     assert topi.x86.conv2d.packed_register_tile(oc, oh, ow, 16) == tile
 
 
+@pytest.mark.parametrize("ow, lanes, tile", [
+    (56, 16, 8), (112, 16, 16), (28, 16, 14), (14, 16, 14), (7, 16, 7), (24, 16, 8),
+    (56, 8, 8), (28, 8, 7), (14, 8, 7), (7, 8, 7)])
+def test_nchw_column_tile(ow, lanes, tile):
+    """Half vectors on 16 lanes when they divide the width and whole ones do not; the
+    largest divisor up to a vector otherwise (AVX2 unchanged)."""
+    assert topi.x86.conv2d.nchw_col_tile(ow, lanes) == tile
+
+
 def test_packed_two_channel_vectors_lowered():
     """A 2 x 4 tile: two filter vectors per tap, each broadcast input feeds both."""
     X = te.placeholder((1, 8, 16, 16), name="X")

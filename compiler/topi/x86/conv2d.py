@@ -66,6 +66,19 @@ def _col_tile(ow: int, lanes: int) -> int:
     return ow if best < lanes // 2 and ow <= 2 * lanes else best
 
 
+def nchw_col_tile(ow: int, lanes: int) -> int:
+    """The NCHW conv's vector length along the output width: ``_col_tile``, except that
+    on 16-lane vectors a width that half vectors divide but whole ones do not gets half
+    vectors, a native AVX2-width operation, rather than a wider odd one.  Measured on
+    AVX-512 (2 threads, same run), 56-wide 3x3 convs: 8 lanes 206 GFLOPS, 14 lanes 163;
+    where half vectors do not divide (28, 14, 7) the rule stays ``_col_tile``'s (7 lanes
+    was +4..6% on the stride-1 28- and 14-wide maps but -5% on the stride-2 28-wide)."""
+    half = lanes // 2
+    if lanes >= 16 and ow % lanes and ow % half == 0:
+        return half
+    return _col_tile(ow, lanes)
+
+
 def _root_pad(s, pads):
     for p in pads:
         s[p].compute_root()
@@ -167,7 +180,7 @@ def schedule_conv2d_nchw_from_existing(s, anchor, outs):
         s[t].compute_inline()      # kernel_transform: pure index remapping of the filter
     n, oc, oh, ow = const_tuple(anchor.output_shape(0))
     acc, out = _acc_and_out(s, anchor, outs)
-    ow_t = _col_tile(ow, lanes)
+    ow_t = nchw_col_tile(ow, lanes)
     vecs = -(-ow_t // lanes)
     # 8 accumulator vectors: 4 channels x 2 rows x 1 vector measured best (each
     # broadcast filter tap feeds 2 rows, each input vector 4 channels)
