@@ -155,6 +155,34 @@ class State:
         return hash(str(self))
 
 
+_CONSUMERS: dict = {}
+
+
+def stage_consumers(stages) -> tuple:
+    """Per stage id, the ids of the (non-placeholder) stages reading its op, ascending.
+
+    Memoized on the stages' ops (they decide it alone): the search asks at every sampled
+    state and the features at every featurized one.  An entry keeps its ops alive, so
+    their ids cannot be reused while it exists."""
+    key = tuple([id(st.op) for st in stages])
+    hit = _CONSUMERS.get(key)
+    if hit is None:
+        where: dict = {}
+        for sid, st in enumerate(stages):
+            where.setdefault(id(st.op), []).append(sid)
+        out: list = [[] for _ in stages]
+        for cid, st in enumerate(stages):
+            if st.is_placeholder:
+                continue
+            for opid in dict.fromkeys(id(t.op) for t in st.op.input_tensors):
+                for sid in where.get(opid, ()):
+                    out[sid].append(cid)
+        if len(_CONSUMERS) >= 4096:
+            _CONSUMERS.clear()
+        hit = _CONSUMERS[key] = (tuple([st.op for st in stages]),
+                                 tuple([tuple(c) for c in out]))
+    return hit[1]
+
 def _print_state(state: State) -> str:
     lines = []
     ph = [st.name for st in state.stages if st.is_placeholder]

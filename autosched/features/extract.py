@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import state as S
 from ..errors import AutoSchedError
 from .body import COUNT_NAMES
 from .loops import LoopBatch
@@ -242,25 +243,8 @@ def state_jobs(state) -> list:
             op = nest.info.op
             for k in range(op.num_outputs):
                 shapes[(id(op), k)] = tuple(nest.root_ext[:nest.info.n_spatial])
-    read = _read_ops(state.stages)
-    return [(n, shapes, id(n.info.op) not in read) for n in nests]
-
-
-_READ_MEMO: dict = {}
-
-
-def _read_ops(stages) -> frozenset:
-    """ids of the ops some stage reads, memoized on the stages' ops (the entry keeps
-    them alive, so their ids cannot be reused while it exists)."""
-    key = tuple([id(st.op) for st in stages])
-    hit = _READ_MEMO.get(key)
-    if hit is None:
-        if len(_READ_MEMO) >= 4096:
-            _READ_MEMO.clear()
-        read = frozenset([id(t.op) for st in stages if not st.is_placeholder
-                          for t in st.op.input_tensors])
-        hit = _READ_MEMO[key] = (tuple([st.op for st in stages]), read)
-    return hit[1]
+    consumers = S.stage_consumers(state.stages)
+    return [(n, shapes, not consumers[n.sid]) for n in nests]
 
 
 def featurize_raw(state, line_bytes: int = 64) -> np.ndarray:

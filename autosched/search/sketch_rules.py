@@ -21,34 +21,7 @@ FUSION_LEVELS = (1, 2)
 
 def consumers(state, sid) -> list:
     """Ids of the (non-placeholder) stages reading stage ``sid``'s op, ascending."""
-    return list(_consumer_lists(state.stages)[sid])
-
-
-_CONSUMERS: dict = {}
-
-
-def _consumer_lists(stages) -> tuple:
-    """Every stage's consumers, memoized on the stages' ops: they depend on nothing
-    else, and the search asks for them at every sampled state.  An entry keeps its ops
-    alive, so their ids cannot be reused while it exists."""
-    key = tuple([id(st.op) for st in stages])
-    hit = _CONSUMERS.get(key)
-    if hit is None:
-        where: dict = {}
-        for sid, st in enumerate(stages):
-            where.setdefault(id(st.op), []).append(sid)
-        out: list = [[] for _ in stages]
-        for cid, st in enumerate(stages):
-            if st.is_placeholder:
-                continue
-            for opid in dict.fromkeys(id(t.op) for t in st.op.input_tensors):
-                for sid in where.get(opid, ()):
-                    out[sid].append(cid)
-        if len(_CONSUMERS) >= 4096:
-            _CONSUMERS.clear()
-        hit = _CONSUMERS[key] = (tuple([st.op for st in stages]),
-                                 tuple([tuple(c) for c in out]))
-    return hit[1]
+    return list(S.stage_consumers(state.stages)[sid])
 
 
 def _inlined_consumers_resolved(state, sid) -> list:
@@ -68,7 +41,7 @@ def _inlined_consumers_resolved(state, sid) -> list:
 
 
 def is_output(state, sid) -> bool:
-    return not _consumer_lists(state.stages)[sid]
+    return not S.stage_consumers(state.stages)[sid]
 
 
 def elementwise_consumer(state, sid):
