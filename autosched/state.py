@@ -86,7 +86,7 @@ class StageState:
 class State:
     """Stages + attach map + the transform steps that produced them."""
     __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str",
-                 "dataflow_key")
+                 "dataflow_key", "_leaves", "_tmpl")
 
     def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True,
                  dataflow_key=()):
@@ -96,6 +96,10 @@ class State:
         self.transform_steps = list(steps or [])
         self.concrete = concrete
         self._str = None
+        # the loop model's mirrored leaves (features.nest.leaves_of): derived from the
+        # steps, so cleared with the printout whenever a step changes the state
+        self._leaves = None
+        self._tmpl = None           # print_template(), for states of the same structure
         # what decides the ops of the stages (steps.compute.apply_dataflow): states with
         # equal keys share the te ops, so per-op analyses stay cached across states
         self.dataflow_key = dataflow_key
@@ -106,6 +110,8 @@ class State:
 
     def invalidate(self) -> None:
         self._str = None
+        self._leaves = None
+        self._tmpl = None
 
     # ------------------------------------------------------------------ helpers
     def stage_id(self, stage_or_id) -> int:
@@ -122,6 +128,8 @@ class State:
     def set_stage(self, sid: int, stage: StageState) -> None:
         self.stages[sid] = stage
         self._str = None
+        self._leaves = None
+        self._tmpl = None
 
     def attached_to(self, sid: int) -> list:
         """Stage ids attached to some iterator of stage ``sid``."""
@@ -143,8 +151,20 @@ class State:
     # ------------------------------------------------------------------ printing
     def __str__(self) -> str:
         if self._str is None:
-            self._str = _print_state(self)
+            tmpl = self._tmpl
+            self._str = _print_state(self) if tmpl is None else _fill_template(self, tmpl)
         return self._str
+
+    def print_template(self) -> tuple:
+        """(text pieces, (stage id, iterator id) of each extent between them): the
+        printout of a concrete state with its iterators' extents left out, memoized.  A
+        state with the same structure (stages, iterators' names, kinds and annotations,
+        attach map: e.g. a tile-size mutation's child) may be given it as ``_tmpl``,
+        and its printout is then the pieces with its own extents, without a walk."""
+        if self._tmpl is None:
+            slots: list = []
+            self._tmpl = (tuple(_print_state(self, slots).split("\x00")), tuple(slots))
+        return self._tmpl
 
     __repr__ = __str__
 
@@ -183,8 +203,20 @@ def stage_consumers(stages) -> tuple:
                                  tuple([tuple(c) for c in out]))
     return hit[1]
 
-def _print_state(state: State) -> str:
-    lines = []
+def _fill_template(state: State, tmpl: tuple) -> str:
+    pieces, slots = tmpl
+    stages = state.stages
+    parts = [pieces[0]]
+    for (sid, k), piece in zip(slots, pieces[1:]):
+        parts.append(str(stages[sid].iters[k].extent))
+        parts.append(piece)
+    return "".join(parts)
+
+
+def _print_state(state: State, slots: list | None = None) -> str:
+    """The printout; with ``slots``, every extent is written as NUL and its (stage id,
+    iterator id) appended to ``slots`` (``State.print_template``)."""
+    lines: list = []
     ph = [st.name for st in state.stages if st.is_placeholder]
     if ph:
         lines.append("Placeholder: " + ", ".join(ph))
@@ -195,23 +227,26 @@ def _print_state(state: State) -> str:
     for sid, st in enumerate(state.stages):
         if st.is_placeholder or st.compute_at != ROOT:
             continue
-        _print_stage(state, sid, 0, children, parents, lines)
+        _print_stage(state, sid, 0, children, parents, lines, slots)
     return "\n".join(lines) + "\n"
 
 
-def _print_stage(state, sid, depth, children, parents, lines) -> None:
+def _print_stage(state, sid, depth, children, parents, lines, slots) -> None:
     st = state.stages[sid]
     indent = depth
     has_children = sid in parents
     for k, it in enumerate(st.iters):
         ext = it.extent
+        if slots is not None:
+            slots.append((sid, k))
+            ext = "\x00"
         lines.append(f"{'  ' * indent}{ANN_NAMES.get(it.annotation, 'for')} {it.name} "
                      f"(0,{'?' if ext is None else ext})")
         indent += 1
         if has_children:
             for c in children.get((sid, k), ()):
                 if state.stages[c].compute_at == ITER:
-                    _print_stage(state, c, indent, children, parents, lines)
+                    _print_stage(state, c, indent, children, parents, lines, slots)
     pad = "  " * indent
     if st.auto_unroll_max_step:
         lines.append(pad + f"# auto_unroll_max_step={st.auto_unroll_max_step}")

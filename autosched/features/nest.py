@@ -156,8 +156,10 @@ def _final_positions(steps, n0) -> dict:
     return {ident: pos for pos, ident in enumerate(ids)}
 
 
-def mirror_leaves(state) -> list:
-    """Per stage, the atoms of each leaf loop (see the module docstring)."""
+def mirror_leaves(state, check_splits: bool = False) -> list | None:
+    """Per stage, the atoms of each leaf loop (see the module docstring).  With
+    ``check_splits``: None when a split step's recorded extent is not its loop's (the
+    check ``SplitStep`` makes when it is applied)."""
     steps, stages = state.transform_steps, state.stages
     ops = state.dag.ops
     leaves = [_root_leaves(op) if isinstance(op, ComputeOp) else [] for op in ops]
@@ -168,6 +170,9 @@ def mirror_leaves(state) -> list:
         t = type(step)
         if t is SplitStep or t is FollowSplitStep or t is FollowFusedSplitStep:
             lv, iid = leaves[step.stage_id], step.iter_id
+            if check_splits and t is SplitStep and step.extent is not None and \
+                    step.extent != _extent(lv[iid]):
+                return None
             lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
         elif t is FuseStep:
             lv, ids_ = leaves[step.stage_id], step.fused_ids
@@ -183,6 +188,37 @@ def mirror_leaves(state) -> list:
             if t is not CacheReadStep:
                 leaves[at + 1] = _root_leaves(stages[final[ids[at + 1]]].op)
     return leaves
+
+
+def _extent(atoms) -> int:
+    """A leaf loop's extent: the product of its atoms' extents."""
+    e = 1
+    for a in atoms:
+        e *= a[2]
+    return e
+
+
+def leaves_of(state) -> list:
+    """``mirror_leaves(state)``, memoized on the state (``State.invalidate`` clears it
+    whenever a step is applied); the shared lists are read-only."""
+    memo = state._leaves
+    if memo is None:
+        memo = state._leaves = [mirror_leaves(state), None]
+    return memo[0]
+
+
+def leaves_agree(state) -> bool:
+    """Whether the mirrored leaves have the number and extents of the State's
+    iterators, stage by stage (memoized with them): then the loop model is exact for
+    this state's structure."""
+    leaves = leaves_of(state)
+    memo = state._leaves
+    if memo[1] is None:
+        memo[1] = all(
+            len(lv) == len(st.iters) and all(_extent(a) == it.extent
+                                             for a, it in zip(lv, st.iters))
+            for st, lv in zip(state.stages, leaves) if not st.is_placeholder)
+    return memo[1]
 
 
 def _checked(atoms_list, stage) -> list:
@@ -327,7 +363,7 @@ def build_nests(state) -> list:
     """``Nest`` of every computed stage of ``state``, in stage order."""
     stages = state.stages
     inlined = frozenset(st.op for st in stages if st.compute_at == S.INLINED)
-    leaves = mirror_leaves(state)
+    leaves = leaves_of(state)
     nests: dict = {}
     for sid in range(len(stages) - 1, -1, -1):
         st = stages[sid]

@@ -1,0 +1,114 @@
+"""The tile-size mutation's fast path (``mutation_rules.retiled``): a child built from
+the loop model's mirrored leaves must be the State its steps replay to -- same printout,
+iterators, ops, attach map and dataflow key, same features -- and the fast path must
+decline (so the child is replayed) wherever that could differ."""
+import random
+
+import numpy as np
+import pytest
+
+import autosched as auto
+from autosched import catalog
+from autosched.features.extract import featurize_raw
+from autosched.features.nest import leaves_agree, leaves_of
+from autosched.search.mutation_rules import mutate_tile_size, replay, retiled
+from autosched.steps import registry as ST
+
+
+def _task(name):
+    spec = catalog.BUILTIN.get(name)
+    return auto.SearchTask(func=name, args=spec.default_args if spec else (128, 96, 64))
+
+
+def _tile_children(name, n_states=40, generations=2, seed=0):
+    """(parent, child) pairs of tile-size mutations over a few generations."""
+    task = _task(name)
+    cur = auto.SketchPolicy(task, seed=seed, verbose=0).sample_initial_population(n_states)
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(generations):
+        nxt = []
+        for _ in range(3 * n_states):
+            parent = rng.choice(cur)
+            child = mutate_tile_size(parent, rng)
+            if child is not None:
+                pairs.append((parent, child))
+                nxt.append(child)
+        cur = nxt or cur
+    return pairs
+
+
+def _fast(child) -> bool:
+    """Whether ``child`` was built by the fast path (it leaves its mirrored leaves)."""
+    return child._leaves is not None and child._leaves[1] is True
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
+                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
+def test_retiled_children_equal_their_replay(name):
+    pairs = _tile_children(name)
+    assert len(pairs) > 50
+    n_fast = 0
+    for _, child in pairs:
+        n_fast += _fast(child)
+        again = replay(child.dag, child.transform_steps)
+        assert again is not None
+        assert str(again) == str(child)
+        assert [s.iters for s in again.stages] == [s.iters for s in child.stages]
+        assert [s.op for s in again.stages] == [s.op for s in child.stages]
+        assert again.attach_map == child.attach_map
+        assert again.dataflow_key == child.dataflow_key
+        assert again.concrete == child.concrete
+        assert np.array_equal(featurize_raw(again), featurize_raw(child))
+    if name == "softmax":
+        # its tiled reduction is split before the rfactor, whose op depends on the split
+        assert n_fast < len(pairs)
+    else:
+        assert n_fast > 0.9 * len(pairs), (n_fast, len(pairs))
+
+
+def _split_twice(outer_len):
+    """matmul C: i split by [16], then its inner piece i.1 (extent 16) split by [4];
+    the first split's lengths replaced by ``outer_len``."""
+    dag = _task("matmul").compute_dag
+    st = dag.get_init_state()
+    C = dag.tensors[-1]
+    st.split(C, 0, [16])
+    st.split(C, 1, [4])
+    steps = list(st.transform_steps)
+    first = steps[0]
+    steps[0] = ST.SplitStep(first.stage_id, first.iter_id, first.extent, (outer_len,),
+                            first.inner_to_outer)
+    return st, steps
+
+
+def test_retiled_declines_when_a_later_split_sees_another_extent():
+    st, steps = _split_twice(8)          # i.1 becomes 8 long; the second split expects 16
+    assert leaves_agree(st)
+    assert replay(st.dag, steps) is None
+    assert retiled(st, 0, steps) is None
+    st2, same = _split_twice(16)          # unchanged lengths: the fast path applies
+    child = retiled(st2, 0, same)
+    assert child is not None and str(child) == str(replay(st2.dag, same))
+
+
+def test_retiled_declines_before_a_dataflow_step():
+    dag = _task("matmul").compute_dag
+    st = dag.get_init_state()
+    C = dag.tensors[-1]
+    st.split(C, 0, [16])
+    st.cache_read(dag.tensors[0], "local", [C])
+    steps = list(st.transform_steps)
+    steps[0] = ST.SplitStep(steps[0].stage_id, steps[0].iter_id, steps[0].extent, (8,),
+                            steps[0].inner_to_outer)
+    assert retiled(st, 0, steps) is None
+
+
+def test_leaves_memo_is_cleared_when_a_step_is_applied():
+    dag = _task("matmul").compute_dag
+    st = dag.get_init_state()
+    before = leaves_of(st)
+    assert st._leaves is not None
+    st.split(dag.tensors[-1], 0, [16])
+    assert st._leaves is None
+    assert len(leaves_of(st)[-1]) == len(before[-1]) + 1
