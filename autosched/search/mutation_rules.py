@@ -18,8 +18,8 @@ from __future__ import annotations
 from .. import state as S
 from ..errors import InvalidStepError
 from ..features.nest import leaves_agree, mirror_leaves
-from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 from ..steps import registry as ST
+from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 from ..steps.registry import apply_step
 from .init_rules import (
     AUTO_UNROLL_CONFIGS,
