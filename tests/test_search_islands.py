@@ -191,6 +191,40 @@ def test_warm_helpers_imports_the_snapshot_modules_in_every_helper(monkeypatch):
         islands._POOL.pop().close()
 
 
+def _scores_and_modules(payload):
+    """A helper job: the unpickled snapshot's scores, and which modules are imported."""
+    model, task, states = pickle.loads(payload)
+    return model.predict(task, states), "xgboost" in sys.modules, "sklearn" in sys.modules
+
+
+def test_helpers_import_xgboost_without_scikit_learn_and_score_alike(monkeypatch):
+    monkeypatch.setattr(islands, "_POOL", [])
+    monkeypatch.setattr(islands, "_WARMED", set())
+    task = _task()
+    states = auto.SketchPolicy(task, seed=0, verbose=0).sample_initial_population(24)
+    model = XGBModel(seed=0)
+    model.params = type(model.params)(prior_warmup_sample=10, num_boost_round=5)
+    rng = random.Random(0)
+    model.update([MeasureInput(task, s) for s in states[:16]],
+                 [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
+                  for _ in states[:16]])
+    snap = model.snapshot()
+    assert snap.booster is not None
+    thread = islands.warm_helpers(1, model.snapshot_modules())
+    assert thread is not None
+    thread.join(120)
+    try:
+        with islands._LOCK:
+            out = islands._POOL[0].map(_scores_and_modules,
+                                       [(pickle.dumps((snap, task, states[16:])),)], 120)
+        assert out[0].status == "ok", out[0].value
+        scores, has_xgboost, has_sklearn = out[0].value
+        assert has_xgboost and not has_sklearn
+        assert scores == pytest.approx(snap.predict(task, states[16:]), rel=1e-6)
+    finally:
+        islands._POOL.pop().close()
+
+
 def test_a_trained_xgb_model_asks_for_xgboost_in_the_helpers():
     task = _task()
     policy = auto.SketchPolicy(task, params=PARALLEL, seed=0, verbose=0)
