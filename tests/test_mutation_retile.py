@@ -1,7 +1,8 @@
-"""The tile-size mutation's fast path (``mutation_rules.retiled``): a child built from
-the loop model's mirrored leaves must be the State its steps replay to -- same printout,
-iterators, ops, attach map and dataflow key, same features -- and the fast path must
-decline (so the child is replayed) wherever that could differ."""
+"""Re-tiling without replay (``search.retile.retiled``), as the tile-size mutation and
+the random sampling of sketches use it: a State built from the loop model's mirrored
+leaves must be the State its steps replay to -- same printout, iterators, ops, attach
+map and dataflow key, same features -- and the fast path must decline (so the steps are
+replayed) wherever that could differ."""
 import random
 
 import numpy as np
@@ -11,7 +12,9 @@ import autosched as auto
 from autosched import catalog
 from autosched.features.extract import featurize_raw
 from autosched.features.nest import leaves_agree, leaves_of
-from autosched.search.mutation_rules import mutate_tile_size, replay, retiled
+from autosched.search import init_rules
+from autosched.search.mutation_rules import mutate_tile_size, replay
+from autosched.search.retile import retiled
 from autosched.steps import registry as ST
 
 
@@ -51,20 +54,46 @@ def test_retiled_children_equal_their_replay(name):
     n_fast = 0
     for _, child in pairs:
         n_fast += _fast(child)
-        again = replay(child.dag, child.transform_steps)
-        assert again is not None
-        assert str(again) == str(child)
-        assert [s.iters for s in again.stages] == [s.iters for s in child.stages]
-        assert [s.op for s in again.stages] == [s.op for s in child.stages]
-        assert again.attach_map == child.attach_map
-        assert again.dataflow_key == child.dataflow_key
-        assert again.concrete == child.concrete
-        assert np.array_equal(featurize_raw(again), featurize_raw(child))
+        _assert_replays_to_itself(child)
     if name == "softmax":
         # its tiled reduction is split before the rfactor, whose op depends on the split
         assert n_fast < len(pairs)
     else:
         assert n_fast > 0.9 * len(pairs), (n_fast, len(pairs))
+
+
+def _assert_replays_to_itself(st):
+    again = replay(st.dag, st.transform_steps)
+    assert again is not None
+    assert str(again) == str(st)
+    assert [s.iters for s in again.stages] == [s.iters for s in st.stages]
+    assert [s.op for s in again.stages] == [s.op for s in st.stages]
+    assert again.attach_map == st.attach_map
+    assert again.dataflow_key == st.dataflow_key
+    assert again.concrete == st.concrete
+    assert np.array_equal(featurize_raw(again), featurize_raw(st))
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
+                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
+def test_sampled_tile_sizes_equal_their_replay(name, monkeypatch):
+    sketches = auto.SketchPolicy(_task(name), seed=0, verbose=0).generate_sketches()
+    taken = []
+    real = init_rules.retiled
+
+    def spy(*args):
+        out = real(*args)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(init_rules, "retiled", spy)
+    rng = random.Random(0)
+    for _ in range(60):
+        _assert_replays_to_itself(init_rules.fill_tile_sizes(rng.choice(sketches), rng))
+    if name == "softmax":       # split before its rfactor: always replayed
+        assert not any(taken)
+    else:
+        assert len(taken) == 60 and all(taken)
 
 
 def _split_twice(outer_len):

@@ -8,12 +8,14 @@ All randomness comes from the ``random.Random`` passed in, so a seed reproduces 
 """
 from __future__ import annotations
 
+import random
 from functools import lru_cache
 
 from .. import state as S
 from ..errors import InvalidStepError
 from ..steps import registry as ST
 from ..steps.registry import apply_step
+from .retile import may_retile, retiled
 from .sketch_rules import consumers, is_output, needs_mlt
 
 MAX_INNERMOST_FACTOR = 64
@@ -49,7 +51,48 @@ def sample_lengths(extent: int, n: int, rng) -> tuple:
     return rng.choice(factorizations(extent, n))
 
 
+_FILLED: dict = {}      # id(sketch) -> (sketch, one filled state of it) for ``retiled``
+
+
+def _filled_example(sketch):
+    """One concrete state of ``sketch`` (its own seed, so callers' draws are not
+    touched), or None when it cannot be filled; memoized per sketch."""
+    hit = _FILLED.get(id(sketch))
+    if hit is None or hit[0] is not sketch:
+        if len(_FILLED) >= 256:
+            _FILLED.clear()
+        try:
+            example = _replay_filled(sketch, random.Random(0))
+        except InvalidStepError:
+            example = None
+        hit = _FILLED[id(sketch)] = (sketch, example)
+    return hit[1]
+
+
 def fill_tile_sizes(sketch, rng):
+    """The sketch's steps with every unknown split length sampled.
+
+    The lengths are drawn for the extents the splits have in a filled example of the
+    sketch, and the state is made by ``retiled`` from that example; where it declines
+    (the splits' extents depend on other splits, or a dataflow step follows them), the
+    steps are replayed one by one, each length drawn for its split's actual extent."""
+    steps = list(sketch.transform_steps)
+    unknown = [k for k, s in enumerate(steps)
+               if isinstance(s, ST.SplitStep) and None in s.lengths]
+    example = _filled_example(sketch) if unknown else None
+    if example is None or not may_retile(example, unknown[0]):
+        return _replay_filled(sketch, rng)
+    for k in unknown:
+        step = steps[k]
+        ext = example.transform_steps[k].extent
+        steps[k] = ST.SplitStep(step.stage_id, step.iter_id, ext,
+                                sample_lengths(ext, len(step.lengths), rng),
+                                step.inner_to_outer)
+    state = retiled(example, unknown[0], steps)
+    return state if state is not None else _replay_filled(sketch, rng)
+
+
+def _replay_filled(sketch, rng):
     """Replay the sketch's steps, sampling every unknown split length."""
     state = sketch.dag.init_state()
     for step in sketch.transform_steps:

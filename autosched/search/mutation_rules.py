@@ -4,22 +4,15 @@ parallel/vectorize annotations.
 A mutation edits the step list of a State and replays it from the initial state, so the
 child is always consistent; a child whose steps no longer apply is discarded (None).
 
-The tile-size mutation (nine in ten mutations) changes only the lengths of one split.
-When that split comes after every dataflow step, the child has the parent's structure
--- its ops, its iterators' names, kinds and annotations, its attach map -- and only
-extents change, so it is built from the loop model's mirrored leaves
-(``features.nest``) instead of a replay (``retiled``), at half the cost.  That is exact
-where the model agrees with the parent's iterators (``leaves_agree``), and the split
-steps' extent checks are made on the mirrored leaves; elsewhere the child is replayed.
-Tests compare both ways on sampled states of every workload family.
+The tile-size mutation (nine in ten mutations) changes only the lengths of one split;
+when ``retile.retiled`` can build the child from its parent's structure, it is not
+replayed.
 """
 from __future__ import annotations
 
 from .. import state as S
 from ..errors import InvalidStepError
-from ..features.nest import leaves_agree, mirror_leaves
 from ..steps import registry as ST
-from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 from ..steps.registry import apply_step
 from .init_rules import (
     AUTO_UNROLL_CONFIGS,
@@ -30,6 +23,7 @@ from .init_rules import (
     init_vectorization,
     location_candidates,
 )
+from .retile import retiled
 
 _TAIL = (ST.FuseStep, ST.AnnotationStep, ST.PragmaStep)
 
@@ -72,39 +66,6 @@ def mutate_tile_size(state, rng):
     return child if child is not None else replay(state.dag, steps)
 
 
-_DATAFLOW = (CacheReadStep, CacheWriteStep, RfactorStep)
-
-
-def retiled(state, k: int, steps: list):
-    """The State that ``steps`` -- ``state``'s steps with the lengths of split ``k``
-    changed -- replay to, built from ``state``'s structure and the mirrored leaves of
-    ``steps``; None when that is not exact (a dataflow step after ``k``, whose ops may
-    depend on the split; a structure the loop model does not mirror) or a split step's
-    extent check fails (the caller replays, which decides)."""
-    if not state.concrete or any(isinstance(s, _DATAFLOW) for s in steps[k + 1:]) or \
-            not leaves_agree(state):
-        return None
-    child = S.State(state.dag, state.stages, state.attach_map, steps, True,
-                    state.dataflow_key)
-    leaves = mirror_leaves(child, check_splits=True)
-    if leaves is None:
-        return None
-    stages = child.stages
-    for sid, (st, lv) in enumerate(zip(stages, leaves)):
-        new = None
-        for j, (it, atoms) in enumerate(zip(st.iters, lv)):
-            e = 1
-            for a in atoms:
-                e *= a[2]
-            if e != it.extent:
-                if new is None:
-                    new = list(st.iters)
-                new[j] = S.replace(it, extent=e)
-        if new is not None:
-            stages[sid] = S.replace(st, iters=tuple(new))
-    child._leaves = [leaves, True]
-    child._tmpl = state.print_template()
-    return child
 
 
 def _prod(xs):
@@ -189,4 +150,4 @@ def mutate(state, rng, num_cores: int, weights=MUTATIONS):
     return mutate_parallel(state, rng, num_cores)
 
 
-__all__ = ["mutate", "replay", "retiled", "MUTATIONS", "S"]
+__all__ = ["mutate", "replay", "MUTATIONS", "S"]

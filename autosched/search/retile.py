@@ -1,0 +1,65 @@
+"""Re-tiling without replay: the State of a step list that differs from a known State's
+only in split lengths, built from that State's structure.
+
+Why: nine in ten mutations of the evolutionary search change the lengths of one split,
+and every random sample fills a sketch's split lengths; replaying all the steps for
+each was a fifth of a search round.  When the changed splits all come after every
+dataflow step, the new State has the known one's structure -- its ops, its iterators'
+names, kinds and annotations, its attach map, its dataflow key -- and only extents
+change, so they are read from the loop model's mirrored leaves (``features.nest``),
+at half the cost of a replay, and the printout from the known State's print template.
+
+Invariants: exact where the loop model agrees with the known State's iterators
+(``leaves_agree``); the split steps' extent checks (``SplitStep``) are made on the
+mirrored leaves, so a step list whose replay would raise is declined, never built;
+anything else is declined (None) and the caller replays.  Tests compare both ways on
+sampled and mutated states of every workload family.
+"""
+from __future__ import annotations
+
+from .. import state as S
+from ..features.nest import leaves_agree, mirror_leaves
+from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
+
+__all__ = ["may_retile", "retiled"]
+
+_DATAFLOW = (CacheReadStep, CacheWriteStep, RfactorStep)
+
+
+def may_retile(state, k: int) -> bool:
+    """Whether ``retiled`` can build from ``state`` when its splits from index ``k`` on
+    change (it may still decline when a split's extent check fails)."""
+    return state.concrete and not any(isinstance(s, _DATAFLOW)
+                                      for s in state.transform_steps[k + 1:]) \
+        and leaves_agree(state)
+
+
+def retiled(state, k: int, steps: list):
+    """The State that ``steps`` -- ``state``'s steps with the lengths of some splits
+    changed, the first at index ``k`` -- replay to, built from ``state``'s structure and
+    the mirrored leaves of ``steps``; None when that is not exact (a dataflow step after
+    ``k``, whose ops may depend on the split; a structure the loop model does not
+    mirror) or a split step's extent check fails (the caller replays, which decides)."""
+    if not may_retile(state, k):
+        return None
+    child = S.State(state.dag, state.stages, state.attach_map, steps, True,
+                    state.dataflow_key)
+    leaves = mirror_leaves(child, check_splits=True)
+    if leaves is None:
+        return None
+    stages = child.stages
+    for sid, (st, lv) in enumerate(zip(stages, leaves)):
+        new = None
+        for j, (it, atoms) in enumerate(zip(st.iters, lv)):
+            e = 1
+            for a in atoms:
+                e *= a[2]
+            if e != it.extent:
+                if new is None:
+                    new = list(st.iters)
+                new[j] = S.replace(it, extent=e)
+        if new is not None:
+            stages[sid] = S.replace(st, iters=tuple(new))
+    child._leaves = [leaves, True]
+    child._tmpl = state.print_template()
+    return child
