@@ -156,14 +156,15 @@ class State:
         return self._str
 
     def print_template(self) -> tuple:
-        """(text pieces, (stage id, iterator id) of each extent between them): the
-        printout of a concrete state with its iterators' extents left out, memoized.  A
-        state with the same structure (stages, iterators' names, kinds and annotations,
-        attach map: e.g. a tile-size mutation's child) may be given it as ``_tmpl``,
-        and its printout is then the pieces with its own extents, without a walk."""
+        """(format, (stage id, iterator id) of each ``%d`` in it): the printout of a
+        concrete state with its iterators' extents left out, memoized.  A state with
+        the same structure (stages, iterators' names, kinds and annotations, attach
+        map: e.g. a tile-size mutation's child) may be given it as ``_tmpl``, and its
+        printout is then the format filled with its own extents, without a walk."""
         if self._tmpl is None:
             slots: list = []
-            self._tmpl = (tuple(_print_state(self, slots).split("\x00")), tuple(slots))
+            text = _print_state(self, slots).replace("%", "%%").replace("\x00", "%d")
+            self._tmpl = (text, tuple(slots))
         return self._tmpl
 
     __repr__ = __str__
@@ -204,13 +205,9 @@ def stage_consumers(stages) -> tuple:
     return hit[1]
 
 def _fill_template(state: State, tmpl: tuple) -> str:
-    pieces, slots = tmpl
+    fmt, slots = tmpl
     stages = state.stages
-    parts = [pieces[0]]
-    for (sid, k), piece in zip(slots, pieces[1:]):
-        parts.append(str(stages[sid].iters[k].extent))
-        parts.append(piece)
-    return "".join(parts)
+    return fmt % tuple([stages[sid].iters[k].extent for sid, k in slots])
 
 
 def _print_state(state: State, slots: list | None = None) -> str:
