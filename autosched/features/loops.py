@@ -74,19 +74,23 @@ class LoopBatch:
 
     def _raw_loops(self, nests) -> None:
         """Every loop of every nest, left-aligned: E (extent, 1 as padding), ANN, POS,
-        OWN (not one of the enclosing stages' loops) and the flat (row, col) of each."""
+        OWN (not one of the enclosing stages' loops) and ``valid``, the cells holding a
+        loop."""
         lens = [len(n.ext) for n in nests]
         W = max(lens + [1])
         self.lens = np.array(lens, dtype=np.int64)
-        self.ri = np.repeat(np.arange(self.N), self.lens)
-        starts = np.cumsum(self.lens) - self.lens
-        self.ci = np.arange(len(self.ri)) - np.repeat(starts, self.lens)
+        total = int(self.lens.sum())
+        # the loops' cells, row-major: the order of the nests' loops chained
+        self.valid = np.arange(W)[None, :] < self.lens[:, None]
         self.E = np.ones((self.N, W))
         self.ANN = np.zeros((self.N, W), dtype=np.int64)
         self.POS = np.zeros((self.N, W), dtype=np.int64)
-        self.E[self.ri, self.ci] = list(chain.from_iterable(n.ext for n in nests))
-        self.ANN[self.ri, self.ci] = list(chain.from_iterable(n.ann for n in nests))
-        self.POS[self.ri, self.ci] = list(chain.from_iterable(n.pos for n in nests))
+        self.E[self.valid] = np.fromiter(chain.from_iterable(n.ext for n in nests),
+                                         np.float64, total)
+        self.ANN[self.valid] = np.fromiter(chain.from_iterable(n.ann for n in nests),
+                                           np.int64, total)
+        self.POS[self.valid] = np.fromiter(chain.from_iterable(n.pos for n in nests),
+                                           np.int64, total)
         n_outer = np.array([n.n_outer for n in nests], dtype=np.int64)
         self.OWN = np.arange(W)[None, :] >= n_outer[:, None]
         self.max_unroll = np.array([n.max_unroll for n in nests], dtype=np.float64)
@@ -158,20 +162,24 @@ class LoopBatch:
         dest = L - self.n_kept[rows] + rank
         self.ext[rows, dest] = self.E[rows, cols]
         self.real[rows, dest] = True
-        # every nest's (loops, R_op) span/step, padded to R once per distinct R
-        W = self.E.shape[1]
-        span, step = np.zeros((N, W, R)), np.zeros((N, W, R))
+        # the nests' (loops, R_op) span/step arrays, chained per distinct R_op: their
+        # rows are the group's loops in row-major order, as are (rows, dest) of the
+        # kept ones
+        flat_kept = kept[self.valid]
         by_roots: dict = {}
-        for i, n in enumerate(nests):
-            by_roots.setdefault(n.info.n_root, []).append(i)
-        for r_op, idxs in by_roots.items():
-            sel = np.isin(self.ri, idxs)
-            span[self.ri[sel], self.ci[sel], :r_op] = np.concatenate(
-                [nests[i].span for i in idxs])
-            step[self.ri[sel], self.ci[sel], :r_op] = np.concatenate(
-                [nests[i].step for i in idxs])
-        self.span[rows, dest] = span[rows, cols]
-        self.step[rows, dest] = step[rows, cols]
+        for n in nests:
+            by_roots.setdefault(n.info.n_root, []).append(n)
+        if len(by_roots) > 1:
+            loop_roots = np.repeat(np.array([n.info.n_root for n in nests]), self.lens)
+            kept_roots = loop_roots[flat_kept]
+        for r_op, group in by_roots.items():
+            if len(by_roots) > 1:
+                take, at = flat_kept[loop_roots == r_op], kept_roots == r_op
+                g_rows, g_dest = rows[at], dest[at]
+            else:
+                take, g_rows, g_dest = flat_kept, rows, dest
+            self.span[g_rows, g_dest, :r_op] = np.concatenate([n.span for n in group])[take]
+            self.step[g_rows, g_dest, :r_op] = np.concatenate([n.step for n in group])[take]
 
     # ------------------------------------------------------------------ per op
     def _static(self) -> None:
@@ -200,14 +208,21 @@ class LoopBatch:
         self.kind, self.last = kind[gid], last[gid]
 
     def _attached_shapes(self, jobs) -> None:
-        """Rows reading an attached stage's buffer see its bound-shrunk shape."""
+        """Rows reading an attached stage's buffer see its bound-shrunk shape (written
+        in one assignment per number of dimensions)."""
+        by_len: dict = {}
         for i, (nest, shapes, _) in enumerate(jobs):
             info = nest.info
             if shapes and not shapes.keys().isdisjoint(info.access_keys):
                 shape, strides = _shape_and_strides(
                     tuple(map(shapes.get, info.access_keys, info.access_shapes)))
-                self.shape[i, :len(shape)] = shape
-                self.strides[i, :len(shape)] = strides
+                rows, shp, strd = by_len.setdefault(len(shape), ([], [], []))
+                rows.append(i)
+                shp.append(shape)
+                strd.append(strides)
+        for n, (rows, shp, strd) in by_len.items():
+            self.shape[rows, :n] = shp
+            self.strides[rows, :n] = strd
 
 
 @functools.lru_cache(maxsize=4096)
