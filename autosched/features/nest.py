@@ -340,8 +340,11 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
     act = None if list(root_ext) == info.root_ext else \
         _shrink(atoms_list, root_ext, info.root_ext)
     span, step = [0.0] * (n * R), [0.0] * (n * R)
-    ext, pos = [1] * n, [0] * n
+    # a loop without atoms (extent 1; about half of them) keeps these defaults
+    ext, pos = [1] * n, [POS_OUTER_SPATIAL] * n
     for l, atoms in enumerate(atoms_list):
+        if not atoms:
+            continue
         x, roots, last = 1, [], None
         for r, s, e in atoms:
             a = e if act is None else act[(r, s)]
@@ -352,8 +355,8 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
                 roots.append(r)
         if last is not None:
             step[l * R + last[0]] = last[1]
-        ext[l] = x
-        pos[l] = _position(roots if len(roots) < 2 else set(roots), n_sp, R)
+            ext[l] = x
+            pos[l] = _position(roots if len(roots) < 2 else set(roots), n_sp, R)
     span_a, step_a = np.array(span).reshape(n, R), np.array(step).reshape(n, R)
     span_a.flags.writeable = step_a.flags.writeable = False
     return ext, pos, span_a, step_a
