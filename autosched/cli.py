@@ -40,6 +40,7 @@ from .measure.runner import LocalRunner
 from .network import ZOO
 from .search.callbacks import PreloadMeasuredStates
 from .search.policy import SketchPolicy
+from .side_by_side import interleaved, kernel_timer, numpy_timer
 from .task import SearchTask
 from .tuning import TuningOptions, best_state
 from .workload import register_workload
@@ -199,31 +200,18 @@ def _arrays(tensors, rng):
             for t in tensors]
 
 
-def _time(mod, arrays, repeat=5) -> float:
-    return mod.time_evaluator(number=3, repeat=repeat, min_repeat_ms=20)(*arrays).median
-
-
-def default_schedule_cost(name: str, tensors, arrays) -> float:
+def default_schedule(name: str, tensors):
+    """The built default (topi) schedule of a catalog workload (te's naive one for an
+    unknown name)."""
     entry = catalog.BUILTIN.get(name)
     fn = getattr(topi.x86, entry.schedule, None) if entry is not None else None
     s = fn(tensors[-1]) if fn is not None else te.create_schedule(tensors[-1].op)
-    return _time(build(s, tensors, name="default"), arrays)
+    return build(s, tensors, name="default")
 
 
-def numpy_cost(name: str, arrays) -> float | None:
+def _numpy_ref(name: str):
     entry = catalog.BUILTIN.get(name)
-    ref = entry.numpy_ref if entry is not None else None
-    if ref is None:
-        return None
-    ins = arrays[:-1]
-    ref(*ins)
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(3):
-            ref(*ins)
-        best = min(best, (time.perf_counter() - t) / 3)
-    return best
+    return entry.numpy_ref if entry is not None else None
 
 
 def _best_kernel(task, state, arrays):
@@ -248,20 +236,35 @@ def print_summary(task, name, args, log, stats, ns) -> int:
     state, _ = best_state(task, log)
     tensors = dag.tensors
     arrays = _arrays(tensors, np.random.default_rng(0))
-    best = _time(*_best_kernel(task, state, arrays))
+    # the tuned kernel, the default schedule and numpy timed side by side (interleaved
+    # rounds): timed one after another right after tuning, their ratio mostly says in
+    # which order they ran
+    mod, ins = _best_kernel(task, state, arrays)
+    timers = {"best": kernel_timer(mod, ins, 20)}
+    try:
+        timers["default"] = kernel_timer(default_schedule(name, tensors), arrays, 20)
+    except Exception as err:  # noqa: BLE001 - the summary must not lose the tuning result
+        default_error = f"unavailable ({type(err).__name__}: {err})"
+    else:
+        default_error = ""
+    ref = _numpy_ref(name)
+    if ref is not None:
+        timers["numpy"] = numpy_timer(ref, arrays[:-1])
+    t = interleaved(timers, rounds=5, settle={"best": 0.05, "default": 0.05, "numpy": 0.25})
+    best = t["best"]
     if math.isfinite(stats.default_cost) and stats.best_cost >= stats.default_cost:
         print(f"Note: no candidate beat the default schedule ({stats.default_cost * 1e3:.4f} ms "
               "when tuning started); more trials are needed")
     print(f"Best: {best * 1e3:.4f} ms, {flops / best / 1e9:.2f} GFLOPS "
           f"({stats.trials} new trials, {stats.preloaded} from the log, {stats.errors} errors, "
           f"{stats.wall_seconds:.1f} s, search overhead {stats.overhead_share:.0%})")
-    try:
-        d = default_schedule_cost(name, tensors, arrays)
+    if default_error:
+        print(f"vs default schedule: {default_error}")
+    else:
+        d = t["default"]
         print(f"vs default schedule: {d * 1e3:.4f} ms -> {d / best:.2f}x")
-    except Exception as err:  # noqa: BLE001 - the summary must not lose the tuning result
-        print(f"vs default schedule: unavailable ({type(err).__name__}: {err})")
-    n = numpy_cost(name, arrays)
-    if n is not None:
+    if "numpy" in t:
+        n = t["numpy"]
         print(f"vs numpy: {n * 1e3:.4f} ms ({flops / n / 1e9:.2f} GFLOPS) -> {n / best:.2f}x")
     print("Best schedule as Python:")
     print(task.compute_dag.print_python_code_from_state(state))

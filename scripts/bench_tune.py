@@ -28,7 +28,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from autosched import catalog
 from autosched.cli import _arrays, _best_kernel
 from autosched.cost_model import PRIOR_BUILTIN, RandomModel, XGBModel
 from autosched.default_state import default_state
+from autosched.side_by_side import interleaved, kernel_timer, numpy_timer
 from autosched.steps import serialize
 from autosched.tuning import default_steps_repr, rank_records
 from compiler import build, topi
@@ -105,35 +105,6 @@ def best_within(task, log: str, n_records: int):
     return serialize.state_from_record(task, rec), rec.mean_cost
 
 
-def interleaved(callables: dict, rounds: int = 7, settle: float = 0.25) -> dict:
-    """Median seconds of each callable, timed round-robin so drift hits all alike.
-
-    numpy's OpenBLAS threads and our kernels' OpenMP threads both spin for a while after
-    a call, stealing the cores from whoever runs next; so before each timing the machine
-    settles (``settle`` seconds idle) and one untimed call absorbs the switch."""
-    times: dict = {k: [] for k in callables}
-    for _ in range(rounds):
-        for k, f in callables.items():
-            time.sleep(settle)
-            f()
-            times[k].append(f())
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
-def _timer(mod, arrays):
-    ev = mod.time_evaluator(number=3, repeat=1, min_repeat_ms=30)
-    return lambda: ev(*arrays).median
-
-
-def _numpy_timer(ref, ins):
-    def run():
-        t = time.perf_counter()
-        for _ in range(3):
-            ref(*ins)
-        return (time.perf_counter() - t) / 3
-    return run
-
-
 def retime(name: str, task, states: dict) -> dict:
     """Seconds of each budget's best state, the default schedule and numpy (interleaved)."""
     tensors = task.compute_dag.tensors
@@ -145,14 +116,14 @@ def retime(name: str, task, states: dict) -> dict:
     default = build(sch, tensors, name="default")
     default(*arrays)
     expected = arrays[-1].copy()
-    timers = {"default": _timer(default, arrays)}
+    timers = {"default": kernel_timer(default, arrays)}
     for b, state in states.items():
         mod, ins = _best_kernel(task, state, arrays)
         mod(*ins)
         np.testing.assert_allclose(ins[-1], expected, rtol=1e-3, atol=1e-3)
-        timers[f"best@{b}"] = _timer(mod, ins)
+        timers[f"best@{b}"] = kernel_timer(mod, ins)
     if entry.numpy_ref is not None:
-        timers["numpy"] = _numpy_timer(entry.numpy_ref, arrays[:-1])
+        timers["numpy"] = numpy_timer(entry.numpy_ref, arrays[:-1])
     return interleaved(timers)
 
 
