@@ -23,6 +23,10 @@ Model (an approximation of ``compiler.schedule.bound``):
 - the loops enclosing the attach point act on the attached stage through the reader's
   index map: a step of such a loop moves the stage's root ``d`` by ``coef_d . step``.
 
+The mirrored leaves are memoized on the State (``leaves_of``; a state that
+``search.retile`` built arrives with them), and ``leaves_agree`` says whether they match
+the State's iterators, which is when ``search.retile`` may build on them.
+
 Invariants: extents are actual (bound-inferred) extents; ``span[l, r]`` is how far loop
 ``l`` moves root ``r`` over its whole range (>= 0), ``step[l, r]`` how far one iteration
 moves it; stage order is the State's, and consumers are processed before producers.

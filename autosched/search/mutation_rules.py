@@ -66,8 +66,6 @@ def mutate_tile_size(state, rng):
     return child if child is not None else replay(state.dag, steps)
 
 
-
-
 def _prod(xs):
     p = 1
     for x in xs:
