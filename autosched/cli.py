@@ -243,6 +243,7 @@ def print_summary(task, name, args, log, stats, ns) -> int:
     timers = {"best": kernel_timer(mod, ins, 20)}
     try:
         timers["default"] = kernel_timer(default_schedule(name, tensors), arrays, 20)
+        timers["default"]()       # a default that fails to build or run fails here
     except Exception as err:  # noqa: BLE001 - the summary must not lose the tuning result
         default_error = f"unavailable ({type(err).__name__}: {err})"
     else:
