@@ -203,6 +203,34 @@ def uses_var(node, var) -> bool:
     return v.found
 
 
+class _VarsRead(Visitor):
+    def __init__(self):
+        super().__init__()
+        self.out: set = set()
+
+    def visit_Var(self, v):
+        self.out.add(v)
+
+    def visit_For(self, s):      # a loop's own variable is not a read of it
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.visit(s.body)
+
+    def visit_IntImm(self, e):
+        pass
+
+    def visit_FloatImm(self, e):
+        pass
+
+
+def vars_read(node) -> set:
+    """Every Var read anywhere in ``node`` (bound inside it or not), in one walk: a
+    superset filter for many ``uses_var`` questions about the same tree."""
+    v = _VarsRead()
+    v.visit(node)
+    return v.out
+
+
 class _FreeVars(Visitor):
     def __init__(self):
         super().__init__()
