@@ -7,10 +7,11 @@ minutes apart, and the first calls after a build phase run several times slower.
 every callable is timed once per round, round-robin, and each gets the median of its
 rounds; drift then hits all of them alike.
 
-Invariants: a timer is a zero-argument callable returning seconds per call; before each
-timing the machine settles (``settle`` seconds idle: numpy's OpenBLAS threads and the
-kernels' OpenMP threads spin for a while after a call, stealing the cores from whoever
-runs next) and one untimed call absorbs the switch.
+Invariants: a timer is a zero-argument callable returning seconds per call; the machine
+settles between timings (numpy's OpenBLAS threads and the kernels' OpenMP threads spin
+for a while after a call, stealing the cores from whoever runs next): ``settle`` seconds
+idle before every timing, or per timer after its own; one untimed call before each
+timing absorbs the switch.
 """
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ def mirror_leaves(state, check_splits: bool = False) -> list | None:
         if t is SplitStep or t is FollowSplitStep or t is FollowFusedSplitStep:
             lv, iid = leaves[step.stage_id], step.iter_id
             if check_splits and t is SplitStep and step.extent is not None and \
-                    step.extent != _extent(lv[iid]):
+                    step.extent != leaf_extent(lv[iid]):
                 return None
             lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
         elif t is FuseStep:
@@ -194,7 +194,7 @@ def mirror_leaves(state, check_splits: bool = False) -> list | None:
     return leaves
 
 
-def _extent(atoms) -> int:
+def leaf_extent(atoms) -> int:
     """A leaf loop's extent: the product of its atoms' extents."""
     e = 1
     for a in atoms:
@@ -219,7 +219,7 @@ def leaves_agree(state) -> bool:
     memo = state._leaves
     if memo[1] is None:
         memo[1] = all(
-            len(lv) == len(st.iters) and all(_extent(a) == it.extent
+            len(lv) == len(st.iters) and all(leaf_extent(a) == it.extent
                                              for a, it in zip(lv, st.iters))
             for st, lv in zip(state.stages, leaves) if not st.is_placeholder)
     return memo[1]

@@ -18,7 +18,7 @@ sampled and mutated states of every workload family.
 from __future__ import annotations
 
 from .. import state as S
-from ..features.nest import leaves_agree, mirror_leaves
+from ..features.nest import leaf_extent, leaves_agree, mirror_leaves
 from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 
 __all__ = ["may_retile", "retiled"]
@@ -51,9 +51,7 @@ def retiled(state, k: int, steps: list):
     for sid, (st, lv) in enumerate(zip(stages, leaves)):
         new = None
         for j, (it, atoms) in enumerate(zip(st.iters, lv)):
-            e = 1
-            for a in atoms:
-                e *= a[2]
+            e = leaf_extent(atoms)
             if e != it.extent:
                 if new is None:
                     new = list(st.iters)
