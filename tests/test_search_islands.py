@@ -11,6 +11,7 @@ import pytest
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.cost_model import CostModel, RandomModel, XGBModel
+from autosched.features.extract import FeatureConfig
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.search import islands
 from autosched.search.evolution import SearchParams, paused_gc
@@ -103,6 +104,26 @@ def test_xgb_snapshot_scores_as_the_model_and_pickles():
     prior_only = pickle.loads(pickle.dumps(fresh.snapshot()))
     assert prior_only.predict(task, states[:10]) == pytest.approx(
         fresh.predict(task, states[:10]), rel=1e-6)
+
+
+def test_a_helper_keeps_its_feature_memo_across_rounds(monkeypatch):
+    monkeypatch.setattr(islands, "_EXTRACTORS", {})
+    monkeypatch.setattr(islands, "_SKETCHES", {})
+    task = _task()
+    model = XGBModel(seed=0)              # scores with its prior: featurizes every state
+    first = pickle.loads(pickle.dumps(model.snapshot()))
+    out1 = islands.run_island(task, first, PARALLEL, 3, 16, [], set(), 8, 2)
+    kept = first.extractor
+    assert len(kept._memo) > 0
+    second = pickle.loads(pickle.dumps(model.snapshot()))
+    assert second.extractor is not kept and len(second.extractor._memo) == 0
+    out2 = islands.run_island(task, second, PARALLEL, 3, 16, [], set(), 8, 2)
+    assert second.extractor is kept        # the next round starts from the kept memo
+    assert out2 == out1                    # and searches exactly as with a cold one
+    # another feature configuration gets its own extractor
+    other = XGBModel(seed=0, feature_config=FeatureConfig(cache_line_bytes=128)).snapshot()
+    islands.run_island(task, other, PARALLEL, 3, 16, [], set(), 8, 2)
+    assert other.extractor is not kept and len(islands._EXTRACTORS) == 2
 
 
 class _BrokenSnapshot(CostModel):
