@@ -86,7 +86,7 @@ class StageState:
 class State:
     """Stages + attach map + the transform steps that produced them."""
     __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str",
-                 "dataflow_key", "_leaves", "_tmpl")
+                 "dataflow_key", "_leaves", "_tmpl", "_struct")
 
     def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True,
                  dataflow_key=()):
@@ -100,6 +100,7 @@ class State:
         # steps, so cleared with the printout whenever a step changes the state
         self._leaves = None
         self._tmpl = None           # print_template(), for states of the same structure
+        self._struct = None         # struct_memo()
         # what decides the ops of the stages (steps.compute.apply_dataflow): states with
         # equal keys share the te ops, so per-op analyses stay cached across states
         self.dataflow_key = dataflow_key
@@ -112,6 +113,19 @@ class State:
         self._str = None
         self._leaves = None
         self._tmpl = None
+        self._struct = None
+
+    def struct_memo(self) -> dict:
+        """A memo of what the state's structure alone decides -- its stages' ops,
+        compute-at kinds, iterators' names, kinds and annotations, its attach map and
+        the kinds of its steps, but not its extents -- filled by the analyses that
+        depend on nothing else (scope check, body infos, split candidates).  States of
+        the same structure may share one (``search.retile`` gives a re-tiled state its
+        parent's); a step makes a new one."""
+        memo = self._struct
+        if memo is None:
+            memo = self._struct = {}
+        return memo
 
     # ------------------------------------------------------------------ helpers
     def stage_id(self, stage_or_id) -> int:
@@ -130,6 +144,7 @@ class State:
         self._str = None
         self._leaves = None
         self._tmpl = None
+        self._struct = None
 
     def attached_to(self, sid: int) -> list:
         """Stage ids attached to some iterator of stage ``sid``."""

@@ -11,11 +11,13 @@ import pytest
 import autosched as auto
 from autosched import catalog
 from autosched.features.extract import featurize_raw
-from autosched.features.nest import leaves_agree, leaves_of
+from autosched.features.nest import _nest_plan, leaves_agree, leaves_of
 from autosched.search import init_rules
 from autosched.search.mutation_rules import mutate_tile_size, replay
 from autosched.search.retile import retiled
 from autosched.steps import registry as ST
+from autosched.steps.registry import apply_step
+from autosched.steps.compute import scope_violation
 
 
 def _task(name):
@@ -72,6 +74,15 @@ def _assert_replays_to_itself(st):
     assert again.dataflow_key == st.dataflow_key
     assert again.concrete == st.concrete
     assert np.array_equal(featurize_raw(again), featurize_raw(st))
+    # what a shared struct_memo answers for ``st`` is what its own replay computes
+    assert _structure_facts(again) == _structure_facts(st)
+
+
+def _structure_facts(st) -> tuple:
+    splits = None
+    if mutate_tile_size(st, random.Random(0)) is not None:
+        splits = tuple(st.struct_memo()["tile_splits"])
+    return scope_violation(st), _nest_plan(st), splits
 
 
 @pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
@@ -141,3 +152,18 @@ def test_leaves_memo_is_cleared_when_a_step_is_applied():
     st.split(dag.tensors[-1], 0, [16])
     assert st._leaves is None
     assert len(leaves_of(st)[-1]) == len(before[-1]) + 1
+
+
+def test_retiled_children_share_the_struct_memo_and_a_step_makes_a_new_one():
+    pairs = _tile_children("matmul", n_states=10, generations=1)
+    parent, child = next((p, c) for p, c in pairs if _fast(c))
+    assert child.struct_memo() is parent.struct_memo()
+    memo = parent.struct_memo()
+    assert scope_violation(parent) is None and memo["scope"] is None
+    memo["scope"] = "sentinel"                 # answered from the memo, not recomputed
+    assert scope_violation(child) == "sentinel"
+    again = replay(child.dag, child.transform_steps)
+    assert again.struct_memo() is not memo and scope_violation(again) is None
+    apply_step(child, ST.FuseStep(len(child.stages) - 1, (0, 1)))   # a new structure
+    assert child.struct_memo() is not memo and "scope" not in child.struct_memo()
+    assert scope_violation(child) is None

@@ -243,7 +243,10 @@ def state_jobs(state) -> list:
             op = nest.info.op
             for k in range(op.num_outputs):
                 shapes[(id(op), k)] = tuple(nest.root_ext[:nest.info.n_spatial])
-    consumers = S.stage_consumers(state.stages)
+    memo = state.struct_memo()
+    consumers = memo.get("consumers")
+    if consumers is None:
+        consumers = memo["consumers"] = S.stage_consumers(state.stages)
     return [(n, shapes, not consumers[n.sid]) for n in nests]
 
 

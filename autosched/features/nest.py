@@ -330,16 +330,11 @@ def _position(roots, n_sp, n_root) -> int:
         POS_OUTER_REDUCE if r == n_sp else POS_MIDDLE_REDUCE)
 
 
-def _own_loops(atoms_list, stage, info, root_ext):
-    """(ext, ann, pos, span, step) of a stage's own loops; all but the annotations
-    depend only on (op body, atoms, root extents), so they are memoized on those (about
-    half the stages of a search round recur).  The shared arrays are read-only."""
-    ext, pos, span, step = _loop_geometry(tuple(atoms_list), info, tuple(root_ext))
-    return ext, [it.annotation for it in stage.iters], pos, span, step
-
-
 @_memo
 def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
+    """(ext, pos, span, step) of a stage's own loops: they depend only on (op body,
+    atoms, root extents), so they are memoized on those (about half the stages of a
+    search round recur).  The shared arrays are read-only."""
     n, R, n_sp = len(atoms_list), info.n_root, info.n_spatial
     act = None if list(root_ext) == info.root_ext else \
         _shrink(atoms_list, root_ext, info.root_ext)
@@ -366,25 +361,38 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
     return ext, pos, span_a, step_a
 
 
+def _nest_plan(state) -> tuple:
+    """(stage id, body info, attach point or None, its iterators' annotations) of every
+    computed stage, consumers first: the structure alone decides it, so it is kept in
+    the state's struct_memo (the annotation lists are shared: read-only)."""
+    memo = state.struct_memo()
+    plan = memo.get("nest_plan")
+    if plan is None:
+        stages = state.stages
+        inlined = frozenset(st.op for st in stages if st.compute_at == S.INLINED)
+        plan = memo["nest_plan"] = tuple(
+            (sid, body_info(st.op, inlined),
+             state.attach_map.get(sid) if st.compute_at == S.ITER else None,
+             [it.annotation for it in st.iters])
+            for sid, st in reversed(list(enumerate(stages)))
+            if not st.is_placeholder and st.compute_at != S.INLINED)
+    return plan
+
+
 def build_nests(state) -> list:
     """``Nest`` of every computed stage of ``state``, in stage order."""
     stages = state.stages
-    inlined = frozenset(st.op for st in stages if st.compute_at == S.INLINED)
     leaves = leaves_of(state)
     nests: dict = {}
-    for sid in range(len(stages) - 1, -1, -1):
+    for sid, info, att, ann in _nest_plan(state):
         st = stages[sid]
-        if st.is_placeholder or st.compute_at == S.INLINED:
-            continue
-        info = body_info(st.op, inlined)
-        att = state.attach_map.get(sid) if st.compute_at == S.ITER else None
         parent = nests.get(att[0]) if att else None
         root_ext, k = info.root_ext, 0
         if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
             root_ext, abs_mt, mt = _attached_range(info, parent, k)
         atoms = _checked(leaves[sid], st)
-        ext, ann, pos, span, step = _own_loops(atoms, st, info, root_ext)
+        ext, pos, span, step = _loop_geometry(tuple(atoms), info, tuple(root_ext))
         max_unroll = st.auto_unroll_max_step
         if parent is not None:
             ext = parent.ext[:k] + ext

@@ -40,9 +40,13 @@ def replay(dag, steps):
 
 def mutate_tile_size(state, rng):
     """Move a factor d from one level of a split to another level."""
-    cands = [k for k, s in enumerate(state.transform_steps)
-             if isinstance(s, ST.SplitStep) and s.extent and len(s.lengths) >= 1
-             and None not in s.lengths]
+    memo = state.struct_memo()      # the structure decides the candidates
+    cands = memo.get("tile_splits")
+    if cands is None:
+        cands = memo["tile_splits"] = [
+            k for k, s in enumerate(state.transform_steps)
+            if isinstance(s, ST.SplitStep) and s.extent and len(s.lengths) >= 1
+            and None not in s.lengths]
     if not cands:
         return None
     k = rng.choice(cands)

@@ -57,8 +57,16 @@ def scope_violation(state):
     (looking through inlined stages) must run there: it is the target itself, or it is
     attached, directly or through other attached stages, to the target at ``it`` or a
     deeper loop.  Lowering refuses anything else; the State checks it first so that a
-    state it accepts also lowers.
+    state it accepts also lowers.  It depends on the structure alone, so the answer is
+    kept in the state's ``struct_memo`` (a search round asks it of every state).
     """
+    memo = state.struct_memo()
+    if "scope" not in memo:
+        memo["scope"] = _scope_violation(state)
+    return memo["scope"]
+
+
+def _scope_violation(state):
     by_op = {st.op: i for i, st in enumerate(state.stages)}
     readers: dict = {}
     for c, st in enumerate(state.stages):
