@@ -167,8 +167,13 @@ def mirror_leaves(state, check_splits: bool = False) -> list | None:
     steps, stages = state.transform_steps, state.stages
     ops = state.dag.ops
     leaves = [_root_leaves(op) if isinstance(op, ComputeOp) else [] for op in ops]
-    dataflow = any(type(s) in (CacheReadStep, CacheWriteStep, RfactorStep) for s in steps)
-    final = _final_positions(steps, len(ops)) if dataflow else {}
+    memo = state.struct_memo()      # the steps' kinds decide the final positions
+    final = memo.get("final_positions")
+    if final is None:
+        dataflow = any(type(s) in (CacheReadStep, CacheWriteStep, RfactorStep)
+                       for s in steps)
+        final = memo["final_positions"] = _final_positions(steps, len(ops)) \
+            if dataflow else {}
     ids, nxt = list(range(len(ops))), len(ops)
     for step in steps:
         t = type(step)

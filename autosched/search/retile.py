@@ -30,9 +30,19 @@ _DATAFLOW = (CacheReadStep, CacheWriteStep, RfactorStep)
 def may_retile(state, k: int) -> bool:
     """Whether ``retiled`` can build from ``state`` when its splits from index ``k`` on
     change (it may still decline when a split's extent check fails)."""
-    return state.concrete and not any(isinstance(s, _DATAFLOW)
-                                      for s in state.transform_steps[k + 1:]) \
-        and leaves_agree(state)
+    return state.concrete and k > _last_dataflow_step(state) and leaves_agree(state)
+
+
+def _last_dataflow_step(state) -> int:
+    """Index of the state's last dataflow step (-1 without one): the structure decides
+    it, so it is kept in the struct_memo."""
+    memo = state.struct_memo()
+    last = memo.get("last_dataflow")
+    if last is None:
+        last = memo["last_dataflow"] = max(
+            (i for i, s in enumerate(state.transform_steps) if isinstance(s, _DATAFLOW)),
+            default=-1)
+    return last
 
 
 def retiled(state, k: int, steps: list):
@@ -45,6 +55,7 @@ def retiled(state, k: int, steps: list):
         return None
     child = S.State(state.dag, state.stages, state.attach_map, steps, True,
                     state.dataflow_key)
+    child._struct = state.struct_memo()
     leaves = mirror_leaves(child, check_splits=True)
     if leaves is None:
         return None
@@ -61,5 +72,4 @@ def retiled(state, k: int, steps: list):
             stages[sid] = S.replace(st, iters=tuple(new))
     child._leaves = [leaves, True]
     child._tmpl = state.print_template()
-    child._struct = state.struct_memo()
     return child
