@@ -19,7 +19,7 @@ sampled and mutated states of every workload family.
 from __future__ import annotations
 
 from .. import state as S
-from ..features.nest import leaf_extent, leaves_agree, mirror_leaves
+from ..features.nest import leaf_extent, leaves_agree, leaves_of, mirror_leaves
 from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 
 __all__ = ["may_retile", "retiled"]
@@ -60,9 +60,16 @@ def retiled(state, k: int, steps: list):
     if leaves is None:
         return None
     stages = child.stages
-    for sid, (st, lv) in enumerate(zip(stages, leaves)):
+    # the parent's leaves agree with its iterators, and the memoized carving returns
+    # the same atom tuples for the same splits: only leaves that are other objects can
+    # have another extent (a stage whose leaf list compares equal has none)
+    for sid, (st, lv, plv) in enumerate(zip(stages, leaves, leaves_of(state))):
+        if lv == plv:
+            continue
         new = None
-        for j, (it, atoms) in enumerate(zip(st.iters, lv)):
+        for j, (it, atoms, old) in enumerate(zip(st.iters, lv, plv)):
+            if atoms is old:
+                continue
             e = leaf_extent(atoms)
             if e != it.extent:
                 if new is None:
