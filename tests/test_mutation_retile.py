@@ -16,8 +16,8 @@ from autosched.search import init_rules
 from autosched.search.mutation_rules import mutate_tile_size, replay
 from autosched.search.retile import retiled
 from autosched.steps import registry as ST
-from autosched.steps.registry import apply_step
 from autosched.steps.compute import scope_violation
+from autosched.steps.registry import apply_step
 
 
 def _task(name):

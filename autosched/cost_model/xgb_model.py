@@ -58,6 +58,7 @@ from ..features.extract import (
 from ..steps import serialize
 from ..workload import workload_key_to_tensors
 from .base import CostModel, CostModelError, FeatureVersionError
+from .boosting import boost_pack_sum, pack_sum
 from .pretrained import PRETRAINED_PATH
 from .trees import TreeEnsemble
 
@@ -76,23 +77,9 @@ def _xgb():
     return _XGBOOST[0]
 
 
-# ---------------------------------------------------------------------- pack-sum objective
 def pack_ids(counts) -> np.ndarray:
     """Program index of every row, for programs with ``counts[i]`` rows each."""
     return np.repeat(np.arange(len(counts)), counts)
-
-
-def pack_sum(row_values, ids, n_programs: int) -> np.ndarray:
-    """Per-program sums of row values."""
-    return np.bincount(ids, weights=row_values, minlength=n_programs)
-
-
-def pack_sum_square_error(preds, ids, labels, weights):
-    """(gradient, hessian) per row of ``sum_rows(pred) - label`` squared, weighted per
-    program: every row of program p gets ``w_p * (P_p - y_p)`` and ``w_p``."""
-    total = pack_sum(preds, ids, len(labels))
-    w = weights[ids]
-    return (total - labels)[ids] * w, w
 
 
 @dataclass(frozen=True)
@@ -290,25 +277,10 @@ class XGBModel(CostModel):
         if not self._records:
             raise CostModelError("XGBModel.train: no records to learn from")
         X, ids, labels, weights = self.dataset()
-        dtrain = _xgb().DMatrix(X, feature_names=None)
-
-        def objective(preds, _dtrain):
-            return pack_sum_square_error(preds, ids, labels, weights)
-
-        def pack_rmse(preds, _dtrain):
-            total = pack_sum(preds, ids, len(labels))
-            return "p-rmse", float(np.sqrt(np.sum(weights * (total - labels) ** 2)
-                                           / np.sum(weights)))
-
         p = self.params
-        stop = [] if p.early_stopping_rounds is None else [_xgb().callback.EarlyStopping(
-            rounds=p.early_stopping_rounds, metric_name="p-rmse", data_name="tr",
-            save_best=True)]
-        self._booster = _xgb().train(self._xgb_params(), dtrain, p.num_boost_round,
-                                    evals=[(dtrain, "tr")] if stop else None, obj=objective,
-                                    custom_metric=pack_rmse if stop else None,
-                                    callbacks=stop, verbose_eval=False,
-                                    xgb_model=self._prior_booster())
+        self._booster = boost_pack_sum(_xgb(), self._xgb_params(), X, ids, labels, weights,
+                                       p.num_boost_round, p.early_stopping_rounds,
+                                       self._prior_booster())
         self.trained_on = self.num_records
 
     # ------------------------------------------------------------------ prediction
