@@ -5,6 +5,7 @@ matmul (so builds and runs are real), and planted build functions that produce c
 hanging, aborting, slow or wrong kernels.  Builder and runner are shared per module;
 the planted timeouts keep the file well under a minute.
 """
+import gc
 import json
 import os
 import signal
@@ -29,7 +30,7 @@ from autosched.measure import (
 )
 from autosched.measure.builder import BuildCutoff, LocalBuilder, default_build_func
 from autosched.measure.runner import LocalRunner, RunCutoff, _arguments
-from autosched.measure.workers import WorkerPool
+from autosched.measure.workers import WorkerPool, pause_gc_until_replied
 from compiler import te
 from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
 from records import FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record, load_records
@@ -126,6 +127,10 @@ def raising_job(x):
     if x == 2:
         raise KeyError("two")
     return x * 10
+
+
+def gc_pausing_job():
+    return pause_gc_until_replied(), gc.isenabled()
 
 
 @pytest.fixture(scope="module")
@@ -293,6 +298,15 @@ def test_ctrl_c_kills_busy_workers_and_the_builder_recovers(task, builder):
     assert time.perf_counter() - t0 < BUILD_TIMEOUT
     timer.join()
     assert [b.error_no for b in builder.build(_inputs(task, FakeState(tile=4)))] == [0]
+
+
+def test_a_job_may_pause_the_collector_until_its_reply_is_sent():
+    assert pause_gc_until_replied() is False and gc.isenabled()    # not in a worker
+    with WorkerPool(1, "test-gc") as pool:
+        paused = pool.map(gc_pausing_job, [()], timeout=30)[0]
+        after = pool.map(gc.isenabled, [()], timeout=30)[0]
+    assert (paused.status, paused.value) == ("ok", (True, False))
+    assert (after.status, after.value) == ("ok", True)     # resumed once the reply went
 
 
 def test_worker_pool_recycles_workers_after_max_jobs():

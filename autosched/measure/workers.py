@@ -30,11 +30,15 @@ Invariants:
 - a worker exits within a second of its tuner's death, even mid-job (``_watch_owner``);
 - workers are recycled after ``max_jobs_per_worker`` jobs (llvmlite leaks ~75 KB per
   compile); outcomes come back in job order;
+- a job may pause the cyclic garbage collector until its reply is sent
+  (``pause_gc_until_replied``): the collection of what it left behind then runs after
+  the caller has its result, not before.
 """
 from __future__ import annotations
 
 import collections
 import ctypes
+import gc
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -122,6 +126,27 @@ def _watch_owner(owner: int) -> None:
             pass
 
 
+_IN_WORKER: list = []        # [True] in a worker process (set by _serve)
+_GC_AFTER_REPLY: list = []   # [True] while a job has the collector paused until its reply
+
+
+def pause_gc_until_replied() -> bool:
+    """In a worker, during a job: pause the cyclic garbage collector until the job's
+    reply has been sent (the worker loop resumes it), and return True.  Outside a
+    worker (or with the collector already paused) do nothing and return False."""
+    if not _IN_WORKER or not gc.isenabled():
+        return False
+    gc.disable()
+    _GC_AFTER_REPLY.append(True)
+    return True
+
+
+def _resume_gc() -> None:
+    if _GC_AFTER_REPLY:
+        _GC_AFTER_REPLY.clear()
+        gc.enable()
+
+
 def _serve(conn, owner: int | None = None) -> None:
     """Worker main loop: receive ``(fn, args)``, send ``("ok", result)`` or an error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -129,6 +154,7 @@ def _serve(conn, owner: int | None = None) -> None:
     if owner is not None:
         threading.Thread(target=_watch_owner, args=(owner,), daemon=True,
                          name="owner-watch").start()
+    _IN_WORKER.append(True)
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -151,6 +177,8 @@ def _serve(conn, owner: int | None = None) -> None:
             return                        # the parent is gone: end quietly
         except Exception as e:            # the result does not pickle
             conn.send(("error", f"job result could not be sent back: {type(e).__name__}: {e}"))
+        finally:
+            _resume_gc()
 
 
 def describe_exit(exitcode) -> str:

@@ -35,6 +35,7 @@ Invariants:
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import os
@@ -43,7 +44,7 @@ import random
 import sys
 import threading
 
-from ..measure.workers import WorkerError, WorkerPool
+from ..measure.workers import WorkerError, WorkerPool, pause_gc_until_replied
 from .evolution import SearchParams, evolve, paused_gc, sample_population
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
@@ -126,8 +127,10 @@ def warm_helpers(n_helpers: int, modules) -> threading.Thread | None:
 
 def run_island_job(seed: int, payload: bytes) -> list:
     """A helper's entry point: the round's shared arguments were pickled once, by the
-    tuner's thread; only the island's seed differs between helpers."""
-    with paused_gc():
+    tuner's thread; only the island's seed differs between helpers.  The collector stays
+    paused until the reply is sent: the collection of the round's survivors (10-60 ms)
+    then runs while the tuner merges, not before it gets the islands' results."""
+    with contextlib.nullcontext() if pause_gc_until_replied() else paused_gc():
         task, model, params, n_init, seed_steps, measured, n_out, num_cores = \
             pickle.loads(payload)
         return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
