@@ -5,8 +5,8 @@ Why: ``xgboost.train`` with a custom objective and a custom metric predicts the 
 rows twice per boosting round (once for the gradients, once for the metric, through its
 evaluation and callback machinery); the loop here predicts once and reuses those margins
 for the metric of the round before, which halves the Python work per round.  Training
-sits on the search's critical path (the helpers wait for the trained model), ~45 ms a
-round for a few hundred records, of which this saves about a third.
+sits on the search's critical path (the helpers wait for the trained model): 37-49 ms
+a round for 40-200 records with the prior through ``xgboost.train``, 19-26 ms here.
 
 Invariants: the boosters are the ones ``xgboost.train(params, dtrain, rounds, obj=...,
 custom_metric=..., callbacks=[EarlyStopping(rounds, save_best=True)],
