@@ -109,6 +109,20 @@ class State:
         return State(self.dag, self.stages, self.attach_map, self.transform_steps,
                      self.concrete, self.dataflow_key)
 
+    # memos derived in this process: a pickled State (a build job, a user's file) leaves
+    # them out -- the struct memo holds body analyses keyed by the ids of this process's
+    # ops, which mean nothing once unpickled -- and the copy derives them again
+    _MEMOS = ("_leaves", "_tmpl", "_struct")
+
+    def __getstate__(self):
+        return None, {k: getattr(self, k) for k in State.__slots__ if k not in State._MEMOS}
+
+    def __setstate__(self, state) -> None:
+        for k in State._MEMOS:
+            setattr(self, k, None)
+        for k, v in state[1].items():
+            setattr(self, k, v)
+
     def invalidate(self) -> None:
         self._str = None
         self._leaves = None

@@ -3,6 +3,7 @@ the random sampling of sketches use it: a State built from the loop model's mirr
 leaves must be the State its steps replay to -- same printout, iterators, ops, attach
 map and dataflow key, same features -- and the fast path must decline (so the steps are
 replayed) wherever that could differ."""
+import pickle
 import random
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 
 import autosched as auto
 from autosched import catalog
+from autosched.errors import InvalidStepError
 from autosched.features.extract import featurize_raw
 from autosched.features.nest import _nest_plan, leaves_agree, leaves_of
+from autosched.loop_state import LoopState
 from autosched.search import init_rules
 from autosched.search.mutation_rules import mutate_tile_size, replay
 from autosched.search.retile import retiled
@@ -167,3 +170,32 @@ def test_retiled_children_share_the_struct_memo_and_a_step_makes_a_new_one():
     apply_step(child, ST.FuseStep(len(child.stages) - 1, (0, 1)))   # a new structure
     assert child.struct_memo() is not memo and "scope" not in child.struct_memo()
     assert scope_violation(child) is None
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
+                                  "depthwise_conv2d", "conv2d_nhwc"])
+def test_samples_with_the_same_annotation_tail_share_their_structure(name):
+    sketches = auto.SketchPolicy(_task(name), seed=0, verbose=0).generate_sketches()
+    rng = random.Random(0)
+    samples = []
+    for _ in range(80):
+        try:
+            samples.append(init_rules.sample_state(rng.choice(sketches), rng, 2))
+        except InvalidStepError:        # a sample the rules refuse is skipped
+            continue
+    for st in samples:
+        _assert_replays_to_itself(st)
+    memos = {id(st._struct) for st in samples if st._struct is not None}
+    assert len(memos) < len(samples)            # some samples share one
+
+
+def test_a_pickled_state_leaves_its_memos_behind():
+    st = _tile_children("matmul", n_states=5, generations=1)[0][1]
+    rows = featurize_raw(st)
+    assert st._struct and st._leaves is not None and st._tmpl is not None
+    for cls in (type(st), LoopState):
+        copy = pickle.loads(pickle.dumps(cls.of(st) if cls is LoopState else st))
+        assert type(copy) is cls
+        assert copy._struct is None and copy._leaves is None and copy._tmpl is None
+        assert str(copy) == str(st) and copy.transform_steps == st.transform_steps
+        assert np.array_equal(featurize_raw(copy), rows)

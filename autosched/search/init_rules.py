@@ -225,10 +225,34 @@ def init_unroll(state, rng, configs=AUTO_UNROLL_CONFIGS):
 def sample_state(sketch, rng, num_cores: int):
     """One random concrete state from ``sketch`` (may raise InvalidStepError)."""
     state = fill_tile_sizes(sketch, rng)
+    # a re-tiled fill shares its structure with the sketch's filled example (the memo)
+    base = state._struct
+    n_filled = len(state.transform_steps)
     state = change_compute_location(state, rng)
     # Mostly TVM's granularity (cores*16); sometimes coarser, which leaves the inner
     # loops of small or elementwise stages free to be vectorized.
     degree = num_cores * (16 if rng.random() < 0.7 else rng.choice((1, 2, 4)))
     state = init_parallel(state, num_cores, rng, max_degree=degree)
     state = init_vectorization(state, rng)
-    return init_unroll(state, rng)
+    state = init_unroll(state, rng)
+    if base is not None:
+        _share_structure(state, base, n_filled)
+    return state
+
+
+_MAX_TAILS = 1024       # distinct annotation tails remembered per filled structure
+
+
+def _share_structure(state, base: dict, n_filled: int) -> None:
+    """Give ``state`` the print template and struct_memo of the earlier sample with the
+    same steps after its fill: the same structure with the same steps applied is the
+    same structure, so its printout walk and structure analyses are done once per
+    (sketch structure, annotation tail) instead of once per sample.  The tails are
+    remembered in the base structure's memo, so they live and die with it."""
+    tails = base.setdefault("sample_tails", {})
+    key = tuple(state.transform_steps[n_filled:])
+    hit = tails.get(key)
+    if hit is not None:
+        state._tmpl, state._struct = hit
+    elif len(tails) < _MAX_TAILS:
+        tails[key] = (state.print_template(), state.struct_memo())
