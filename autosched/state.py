@@ -86,7 +86,7 @@ class StageState:
 class State:
     """Stages + attach map + the transform steps that produced them."""
     __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str",
-                 "dataflow_key", "_leaves", "_tmpl", "_struct")
+                 "dataflow_key", "_leaves", "_struct")
 
     def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True,
                  dataflow_key=()):
@@ -99,8 +99,7 @@ class State:
         # the loop model's mirrored leaves (features.nest.leaves_of): derived from the
         # steps, so cleared with the printout whenever a step changes the state
         self._leaves = None
-        self._tmpl = None           # print_template(), for states of the same structure
-        self._struct = None         # struct_memo()
+        self._struct = None         # struct_memo(): shared by states of the same structure
         # what decides the ops of the stages (steps.compute.apply_dataflow): states with
         # equal keys share the te ops, so per-op analyses stay cached across states
         self.dataflow_key = dataflow_key
@@ -112,7 +111,7 @@ class State:
     # memos derived in this process: a pickled State (a build job, a user's file) leaves
     # them out -- the struct memo holds body analyses keyed by the ids of this process's
     # ops, which mean nothing once unpickled -- and the copy derives them again
-    _MEMOS = ("_leaves", "_tmpl", "_struct")
+    _MEMOS = ("_leaves", "_struct")
 
     def __getstate__(self):
         return None, {k: getattr(self, k) for k in State.__slots__ if k not in State._MEMOS}
@@ -126,14 +125,14 @@ class State:
     def invalidate(self) -> None:
         self._str = None
         self._leaves = None
-        self._tmpl = None
         self._struct = None
 
     def struct_memo(self) -> dict:
         """A memo of what the state's structure alone decides -- its stages' ops,
         compute-at kinds, iterators' names, kinds and annotations, its attach map and
         the kinds of its steps, but not its extents -- filled by the analyses that
-        depend on nothing else (scope check, body infos, split candidates).  States of
+        depend on nothing else (print template, scope check, body infos, split
+        candidates).  States of
         the same structure may share one (``search.retile`` gives a re-tiled state its
         parent's); a step makes a new one."""
         memo = self._struct
@@ -157,7 +156,6 @@ class State:
         self.stages[sid] = stage
         self._str = None
         self._leaves = None
-        self._tmpl = None
         self._struct = None
 
     def attached_to(self, sid: int) -> list:
@@ -180,7 +178,8 @@ class State:
     # ------------------------------------------------------------------ printing
     def __str__(self) -> str:
         if self._str is None:
-            tmpl = self._tmpl
+            memo = self._struct
+            tmpl = None if memo is None else memo.get("print_template")
             self._str = _print_state(self) if tmpl is None else _fill_template(self, tmpl)
         return self._str
 
@@ -188,13 +187,15 @@ class State:
         """(format, (stage id, iterator id) of each ``%d`` in it): the printout of a
         concrete state with its iterators' extents left out, memoized.  A state with
         the same structure (stages, iterators' names, kinds and annotations, attach
-        map: e.g. a tile-size mutation's child) may be given it as ``_tmpl``, and its
-        printout is then the format filled with its own extents, without a walk."""
-        if self._tmpl is None:
+        map: e.g. a tile-size mutation's child) shares it through the struct_memo, and
+        its printout is then the format filled with its own extents, without a walk."""
+        memo = self.struct_memo()
+        tmpl = memo.get("print_template")
+        if tmpl is None:
             slots: list = []
             text = _print_state(self, slots).replace("%", "%%").replace("\x00", "%d")
-            self._tmpl = (text, tuple(slots))
-        return self._tmpl
+            tmpl = memo["print_template"] = (text, tuple(slots))
+        return tmpl
 
     __repr__ = __str__
 

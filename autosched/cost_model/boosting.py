@@ -21,6 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def pack_ids(counts) -> np.ndarray:
+    """Program index of every row, for programs with ``counts[i]`` rows each."""
+    return np.repeat(np.arange(len(counts)), counts)
+
+
 def pack_sum(row_values, ids, n_programs: int) -> np.ndarray:
     """Per-program sums of row values."""
     return np.bincount(ids, weights=row_values, minlength=n_programs)

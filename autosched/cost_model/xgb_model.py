@@ -58,7 +58,7 @@ from ..features.extract import (
 from ..steps import serialize
 from ..workload import workload_key_to_tensors
 from .base import CostModel, CostModelError, FeatureVersionError
-from .boosting import boost_pack_sum, pack_sum
+from .boosting import boost_pack_sum, pack_ids, pack_sum
 from .pretrained import PRETRAINED_PATH
 from .trees import TreeEnsemble
 
@@ -75,11 +75,6 @@ def _xgb():
     if not _XGBOOST:
         _XGBOOST.append(importlib.import_module("xgboost"))
     return _XGBOOST[0]
-
-
-def pack_ids(counts) -> np.ndarray:
-    """Program index of every row, for programs with ``counts[i]`` rows each."""
-    return np.repeat(np.arange(len(counts)), counts)
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,7 @@ def _share_structure(state, base: dict, n_filled: int) -> None:
     key = tuple(state.transform_steps[n_filled:])
     hit = tails.get(key)
     if hit is not None:
-        state._tmpl, state._struct = hit
+        state._struct = hit
     elif len(tails) < _MAX_TAILS:
-        tails[key] = (state.print_template(), state.struct_memo())
+        state.print_template()
+        tails[key] = state.struct_memo()

@@ -7,8 +7,8 @@ each was a fifth of a search round.  When the changed splits all come after ever
 dataflow step, the new State has the known one's structure -- its ops, its iterators'
 names, kinds and annotations, its attach map, its dataflow key -- and only extents
 change, so they are read from the loop model's mirrored leaves (``features.nest``),
-at half the cost of a replay, the printout from the known State's print template, and
-what the structure alone decides from its ``struct_memo``, which the two share.
+at half the cost of a replay, and the printout (from the print template) and what
+the structure alone decides from the known State's ``struct_memo``, which the two share.
 
 Invariants: exact where the loop model agrees with the known State's iterators
 (``leaves_agree``); the split steps' extent checks (``SplitStep``) are made on the
@@ -78,5 +78,5 @@ def retiled(state, k: int, steps: list):
         if new is not None:
             stages[sid] = S.replace(st, iters=tuple(new))
     child._leaves = [leaves, True]
-    child._tmpl = state.print_template()
+    state.print_template()      # into the struct_memo the child shares: its printout
     return child
