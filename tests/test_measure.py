@@ -327,6 +327,19 @@ def test_worker_pool_map_each_runs_once_in_every_worker():
             pool.map_each(os.getpid, (), timeout=0)
 
 
+def test_worker_pool_map_pinned_sends_job_i_to_worker_i():
+    with WorkerPool(3, "test-pinned") as pool:
+        first = [o.value for o in pool.map_pinned(os.getpid, [()] * 3, timeout=30)]
+        assert len(set(first)) == 3
+        # again, and with fewer jobs than workers: the same worker for the same index
+        assert [o.value for o in pool.map_pinned(os.getpid, [()] * 3, timeout=30)] == first
+        assert [o.value for o in pool.map_pinned(os.getpid, [()] * 2, timeout=30)] == \
+            first[:2]
+        with pytest.raises(ValueError, match=r"WorkerPool.map_pinned: 4 jobs for 3 workers; "
+                                             "expected at most one job per worker"):
+            pool.map_pinned(os.getpid, [()] * 4, timeout=30)
+
+
 def test_worker_pool_reports_exceptions_in_order():
     with WorkerPool(2, "test-pool") as pool:
         outcomes = pool.map(raising_job, [(1,), (2,), (3,)], timeout=30)

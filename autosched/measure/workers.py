@@ -311,10 +311,21 @@ class WorkerPool:
         need); a JobOutcome per worker.  ``map`` cannot promise that: the first worker
         to be ready takes every queued job."""
         timeout = check_seconds(timeout, "WorkerPool.map_each timeout")
-        outcomes: list = [None] * self.size
-        pending = set(range(self.size))
+        return self.map_pinned(fn, [args] * self.size, timeout)
+
+    def map_pinned(self, fn, jobs, timeout: float) -> list:
+        """Run ``fn(*jobs[i])`` in worker ``i`` (at most one job per worker), so that a
+        later ``map_pinned`` can find what job ``i`` left in its process; a JobOutcome
+        per job, in order.  A worker replaced meanwhile (crash, timeout) has lost it."""
+        timeout = check_seconds(timeout, "WorkerPool.map_pinned timeout")
+        jobs = list(jobs)
+        if len(jobs) > self.size:
+            raise ValueError(f"WorkerPool.map_pinned: {len(jobs)} jobs for {self.size} "
+                             "workers; expected at most one job per worker")
+        outcomes: list = [None] * len(jobs)
+        pending = set(range(len(jobs)))
         return self._drive(pending, outcomes,
-                           lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
+                           lambda: self._dispatch_pinned(fn, jobs, pending, outcomes, timeout))
 
     def _drive(self, pending, outcomes, dispatch) -> list:
         """Dispatch and collect until no job is pending or running; on any exception
@@ -331,7 +342,7 @@ class WorkerPool:
             raise
         return outcomes
 
-    def _dispatch_each(self, fn, args, pending, outcomes, timeout) -> None:
+    def _dispatch_pinned(self, fn, jobs, pending, outcomes, timeout) -> None:
         """Job i goes to worker i, once that worker is idle."""
         for i in sorted(pending):
             w = self._workers[i]
@@ -339,7 +350,7 @@ class WorkerPool:
                 continue
             pending.discard(i)
             try:
-                w.dispatch(i, fn, tuple(args), timeout)
+                w.dispatch(i, fn, tuple(jobs[i]), timeout)
             except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
                 outcomes[i] = JobOutcome("error", f"job arguments could not be sent to the "
                                          f"worker: {type(e).__name__}: {e}", 0.0)
