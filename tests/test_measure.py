@@ -129,8 +129,8 @@ def raising_job(x):
     return x * 10
 
 
-def gc_pausing_job():
-    return pause_gc_until_replied(), gc.isenabled()
+def gc_pausing_job(replies=1):
+    return pause_gc_until_replied(replies), gc.isenabled()
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +307,24 @@ def test_a_job_may_pause_the_collector_until_its_reply_is_sent():
         after = pool.map(gc.isenabled, [()], timeout=30)[0]
     assert (paused.status, paused.value) == ("ok", (True, False))
     assert (after.status, after.value) == ("ok", True)     # resumed once the reply went
+
+
+def test_a_job_may_keep_the_collector_paused_through_a_later_reply():
+    with WorkerPool(1, "test-gc2") as pool:
+        first = pool.map(gc_pausing_job, [(2,)], timeout=30)[0]
+        between = pool.map(gc.isenabled, [()], timeout=30)[0]
+        after = pool.map(gc.isenabled, [()], timeout=30)[0]
+        # a later job extends a pause of ours; a pause of someone else's is left alone
+        pool.map(gc_pausing_job, [(2,)], timeout=30)
+        extended = pool.map(gc_pausing_job, [()], timeout=30)[0]
+        resumed = pool.map(gc.isenabled, [()], timeout=30)[0]
+        pool.map(gc.disable, [()], timeout=30)
+        foreign = pool.map(gc_pausing_job, [()], timeout=30)[0]
+        still_off = pool.map(gc.isenabled, [()], timeout=30)[0]
+    assert first.value == (True, False)
+    assert between.value is False and after.value is True
+    assert extended.value == (True, False) and resumed.value is True
+    assert foreign.value == (False, False) and still_off.value is False
 
 
 def test_worker_pool_recycles_workers_after_max_jobs():

@@ -15,8 +15,9 @@ from autosched.errors import InvalidStepError
 from autosched.features.extract import featurize_raw
 from autosched.features.nest import _nest_plan, leaves_agree, leaves_of
 from autosched.loop_state import LoopState
-from autosched.search import init_rules
-from autosched.search.mutation_rules import mutate_tile_size, replay
+from autosched.search import init_rules, mutation_rules
+from autosched.search.init_rules import location_candidates
+from autosched.search.mutation_rules import mutate_compute_location, mutate_tile_size, replay
 from autosched.search.retile import retiled
 from autosched.steps import registry as ST
 from autosched.steps.compute import scope_violation
@@ -199,3 +200,28 @@ def test_a_pickled_state_leaves_its_memos_behind():
         assert copy._struct is None and copy._leaves is None
         assert str(copy) == str(st) and copy.transform_steps == st.transform_steps
         assert np.array_equal(featurize_raw(copy), rows)
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
+                                  "conv2d_nhwc"])
+def test_compute_location_places_are_kept_per_structure(name):
+    """The places a compute-at step may move to are memoized per structure (so per
+    k): every state, sharing its memo or not, gets what its own prefix offers."""
+    pairs = _tile_children(name, n_states=30, generations=1)
+    states = [st for pair in pairs for st in pair]
+    checked = 0
+    for st in states:
+        for k, step in enumerate(st.transform_steps):
+            if isinstance(step, ST.ComputeAtStep):
+                before = replay(st.dag, st.transform_steps[:k])
+                assert mutation_rules._places_before(st, k) == \
+                    location_candidates(before, step.stage_id)
+                checked += 1
+    assert checked >= len(states) // 2
+    rng = random.Random(1)
+    children = [mutate_compute_location(st, rng) for st in states[:40]]
+    moved = [c for c in children if c is not None]
+    # dense's compute-at stages have a single place, the one they are at
+    assert bool(moved) == (name != "dense_bias_relu")
+    for child in moved:
+        _assert_replays_to_itself(child)

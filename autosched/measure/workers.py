@@ -30,9 +30,9 @@ Invariants:
 - a worker exits within a second of its tuner's death, even mid-job (``_watch_owner``);
 - workers are recycled after ``max_jobs_per_worker`` jobs (llvmlite leaks ~75 KB per
   compile); outcomes come back in job order;
-- a job may pause the cyclic garbage collector until its reply is sent
-  (``pause_gc_until_replied``): the collection of what it left behind then runs after
-  the caller has its result, not before.
+- a job may pause the cyclic garbage collector until its reply is sent, or the reply
+  of a later job (``pause_gc_until_replied``): the collection of what it left behind
+  then runs after the caller has its result, not before.
 """
 from __future__ import annotations
 
@@ -127,24 +127,29 @@ def _watch_owner(owner: int) -> None:
 
 
 _IN_WORKER: list = []        # [True] in a worker process (set by _serve)
-_GC_AFTER_REPLY: list = []   # [True] while a job has the collector paused until its reply
+_GC_REPLIES_LEFT = [0]   # while > 0: replies to send before the paused collector resumes
 
 
-def pause_gc_until_replied() -> bool:
-    """In a worker, during a job: pause the cyclic garbage collector until the job's
-    reply has been sent (the worker loop resumes it), and return True.  Outside a
-    worker (or with the collector already paused) do nothing and return False."""
-    if not _IN_WORKER or not gc.isenabled():
+def pause_gc_until_replied(replies: int = 1) -> bool:
+    """In a worker, during a job: pause the cyclic garbage collector until ``replies``
+    more replies have been sent, this job's included (the worker loop resumes it), and
+    return True; a later job may extend a pause this way.  Outside a worker, or with
+    the collector paused by someone else, do nothing and return False."""
+    if not _IN_WORKER:
         return False
-    gc.disable()
-    _GC_AFTER_REPLY.append(True)
+    if gc.isenabled():
+        gc.disable()
+    elif not _GC_REPLIES_LEFT[0]:
+        return False
+    _GC_REPLIES_LEFT[0] = replies
     return True
 
 
 def _resume_gc() -> None:
-    if _GC_AFTER_REPLY:
-        _GC_AFTER_REPLY.clear()
-        gc.enable()
+    if _GC_REPLIES_LEFT[0]:
+        _GC_REPLIES_LEFT[0] -= 1
+        if not _GC_REPLIES_LEFT[0]:
+            gc.enable()
 
 
 def _serve(conn, owner: int | None = None) -> None:

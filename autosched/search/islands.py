@@ -141,8 +141,10 @@ def sample_island_job(token: tuple, seed: int, payload: bytes) -> int:
     """A helper's first job of a round, sent before the tuner trains its model: sample
     the island's initial population and keep it for ``evolve_island_job`` (the jobs are
     pinned to one helper per island); its size.  The round's shared arguments were
-    pickled once, by the tuner's thread; only the island's seed differs."""
-    with contextlib.nullcontext() if pause_gc_until_replied() else paused_gc():
+    pickled once, by the tuner's thread; only the island's seed differs.  The collector
+    stays paused until the second job's reply: collecting the sample in between would
+    delay the island's evolution (the next job extends the pause to its own reply)."""
+    with contextlib.nullcontext() if pause_gc_until_replied(replies=2) else paused_gc():
         _PREPARED.clear()          # one island per helper, of the latest round only
         island = _PREPARED[(token, seed)] = _sampled(seed, payload)
         return len(island[2])

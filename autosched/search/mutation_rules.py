@@ -100,16 +100,29 @@ def mutate_compute_location(state, rng):
         return None
     k = rng.choice(cands)
     ca = state.transform_steps[k]
-    before = replay(state.dag, state.transform_steps[:k])
-    if before is None:
+    places = _places_before(state, k)
+    if places is None:
         return None
-    locs = [loc for loc in location_candidates(before, ca.stage_id)
-            if loc != (ca.target_stage_id, ca.target_iter_id)]
+    locs = [loc for loc in places if loc != (ca.target_stage_id, ca.target_iter_id)]
     if not locs:
         return None
     steps = list(state.transform_steps)
     steps[k] = ST.ComputeAtStep(ca.stage_id, *rng.choice(locs))
     return replay(state.dag, steps)
+
+
+def _places_before(state, k: int):
+    """Where step ``k`` (a ComputeAtStep) could compute its stage, as the state before
+    it offers (``location_candidates``); None when those steps do not replay.  Only
+    the structure decides it (consumers, iterator kinds), so it is kept in the
+    struct_memo: a replay of the steps before ``k`` per structure, not per mutation."""
+    memo = state.struct_memo()
+    key = ("compute_at_places", k)
+    if key not in memo:
+        before = replay(state.dag, state.transform_steps[:k])
+        memo[key] = None if before is None else \
+            location_candidates(before, state.transform_steps[k].stage_id)
+    return memo[key]
 
 
 def _strip_tail(steps) -> list:
