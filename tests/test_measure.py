@@ -129,8 +129,8 @@ def raising_job(x):
     return x * 10
 
 
-def gc_pausing_job(replies=1):
-    return pause_gc_until_replied(replies), gc.isenabled()
+def gc_pausing_job():
+    return pause_gc_until_replied(), gc.isenabled()
 
 
 @pytest.fixture(scope="module")
@@ -309,24 +309,6 @@ def test_a_job_may_pause_the_collector_until_its_reply_is_sent():
     assert (after.status, after.value) == ("ok", True)     # resumed once the reply went
 
 
-def test_a_job_may_keep_the_collector_paused_through_a_later_reply():
-    with WorkerPool(1, "test-gc2") as pool:
-        first = pool.map(gc_pausing_job, [(2,)], timeout=30)[0]
-        between = pool.map(gc.isenabled, [()], timeout=30)[0]
-        after = pool.map(gc.isenabled, [()], timeout=30)[0]
-        # a later job extends a pause of ours; a pause of someone else's is left alone
-        pool.map(gc_pausing_job, [(2,)], timeout=30)
-        extended = pool.map(gc_pausing_job, [()], timeout=30)[0]
-        resumed = pool.map(gc.isenabled, [()], timeout=30)[0]
-        pool.map(gc.disable, [()], timeout=30)
-        foreign = pool.map(gc_pausing_job, [()], timeout=30)[0]
-        still_off = pool.map(gc.isenabled, [()], timeout=30)[0]
-    assert first.value == (True, False)
-    assert between.value is False and after.value is True
-    assert extended.value == (True, False) and resumed.value is True
-    assert foreign.value == (False, False) and still_off.value is False
-
-
 def test_worker_pool_recycles_workers_after_max_jobs():
     with WorkerPool(1, "test-recycle", max_jobs_per_worker=2) as pool:
         pids = [o.value for o in pool.map(os.getpid, [()] * 5, timeout=30)]
@@ -343,19 +325,6 @@ def test_worker_pool_map_each_runs_once_in_every_worker():
         assert later <= set(pids)
         with pytest.raises(ValueError, match="WorkerPool.map_each timeout"):
             pool.map_each(os.getpid, (), timeout=0)
-
-
-def test_worker_pool_map_pinned_sends_job_i_to_worker_i():
-    with WorkerPool(3, "test-pinned") as pool:
-        first = [o.value for o in pool.map_pinned(os.getpid, [()] * 3, timeout=30)]
-        assert len(set(first)) == 3
-        # again, and with fewer jobs than workers: the same worker for the same index
-        assert [o.value for o in pool.map_pinned(os.getpid, [()] * 3, timeout=30)] == first
-        assert [o.value for o in pool.map_pinned(os.getpid, [()] * 2, timeout=30)] == \
-            first[:2]
-        with pytest.raises(ValueError, match=r"WorkerPool.map_pinned: 4 jobs for 3 workers; "
-                                             "expected at most one job per worker"):
-            pool.map_pinned(os.getpid, [()] * 4, timeout=30)
 
 
 def test_worker_pool_reports_exceptions_in_order():

@@ -30,9 +30,9 @@ Invariants:
 - a worker exits within a second of its tuner's death, even mid-job (``_watch_owner``);
 - workers are recycled after ``max_jobs_per_worker`` jobs (llvmlite leaks ~75 KB per
   compile); outcomes come back in job order;
-- a job may pause the cyclic garbage collector until its reply is sent, or the reply
-  of a later job (``pause_gc_until_replied``): the collection of what it left behind
-  then runs after the caller has its result, not before.
+- a job may pause the cyclic garbage collector until its reply is sent
+  (``pause_gc_until_replied``): the collection of what it left behind then runs after
+  the caller has its result, not before.
 """
 from __future__ import annotations
 
@@ -127,29 +127,24 @@ def _watch_owner(owner: int) -> None:
 
 
 _IN_WORKER: list = []        # [True] in a worker process (set by _serve)
-_GC_REPLIES_LEFT = [0]   # while > 0: replies to send before the paused collector resumes
+_GC_AFTER_REPLY: list = []   # [True] while a job has the collector paused until its reply
 
 
-def pause_gc_until_replied(replies: int = 1) -> bool:
-    """In a worker, during a job: pause the cyclic garbage collector until ``replies``
-    more replies have been sent, this job's included (the worker loop resumes it), and
-    return True; a later job may extend a pause this way.  Outside a worker, or with
-    the collector paused by someone else, do nothing and return False."""
-    if not _IN_WORKER:
+def pause_gc_until_replied() -> bool:
+    """In a worker, during a job: pause the cyclic garbage collector until the job's
+    reply has been sent (the worker loop resumes it), and return True.  Outside a
+    worker (or with the collector already paused) do nothing and return False."""
+    if not _IN_WORKER or not gc.isenabled():
         return False
-    if gc.isenabled():
-        gc.disable()
-    elif not _GC_REPLIES_LEFT[0]:
-        return False
-    _GC_REPLIES_LEFT[0] = replies
+    gc.disable()
+    _GC_AFTER_REPLY.append(True)
     return True
 
 
 def _resume_gc() -> None:
-    if _GC_REPLIES_LEFT[0]:
-        _GC_REPLIES_LEFT[0] -= 1
-        if not _GC_REPLIES_LEFT[0]:
-            gc.enable()
+    if _GC_AFTER_REPLY:
+        _GC_AFTER_REPLY.clear()
+        gc.enable()
 
 
 def _serve(conn, owner: int | None = None) -> None:
@@ -316,21 +311,10 @@ class WorkerPool:
         need); a JobOutcome per worker.  ``map`` cannot promise that: the first worker
         to be ready takes every queued job."""
         timeout = check_seconds(timeout, "WorkerPool.map_each timeout")
-        return self.map_pinned(fn, [args] * self.size, timeout)
-
-    def map_pinned(self, fn, jobs, timeout: float) -> list:
-        """Run ``fn(*jobs[i])`` in worker ``i`` (at most one job per worker), so that a
-        later ``map_pinned`` can find what job ``i`` left in its process; a JobOutcome
-        per job, in order.  A worker replaced meanwhile (crash, timeout) has lost it."""
-        timeout = check_seconds(timeout, "WorkerPool.map_pinned timeout")
-        jobs = list(jobs)
-        if len(jobs) > self.size:
-            raise ValueError(f"WorkerPool.map_pinned: {len(jobs)} jobs for {self.size} "
-                             "workers; expected at most one job per worker")
-        outcomes: list = [None] * len(jobs)
-        pending = set(range(len(jobs)))
+        outcomes: list = [None] * self.size
+        pending = set(range(self.size))
         return self._drive(pending, outcomes,
-                           lambda: self._dispatch_pinned(fn, jobs, pending, outcomes, timeout))
+                           lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
 
     def _drive(self, pending, outcomes, dispatch) -> list:
         """Dispatch and collect until no job is pending or running; on any exception
@@ -347,7 +331,7 @@ class WorkerPool:
             raise
         return outcomes
 
-    def _dispatch_pinned(self, fn, jobs, pending, outcomes, timeout) -> None:
+    def _dispatch_each(self, fn, args, pending, outcomes, timeout) -> None:
         """Job i goes to worker i, once that worker is idle."""
         for i in sorted(pending):
             w = self._workers[i]
@@ -355,7 +339,7 @@ class WorkerPool:
                 continue
             pending.discard(i)
             try:
-                w.dispatch(i, fn, tuple(jobs[i]), timeout)
+                w.dispatch(i, fn, tuple(args), timeout)
             except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
                 outcomes[i] = JobOutcome("error", f"job arguments could not be sent to the "
                                          f"worker: {type(e).__name__}: {e}", 0.0)

@@ -5,12 +5,9 @@ Role: Ansor runs its population of 2048 on a C++ thread pool; in pure Python the
 search is the tuner's main cost outside builds and runs, and it used one core while
 the others idled between measurement batches.  ``start_islands`` hands each helper
 process a complete, smaller search of the same kind (``evolution.evolve`` on
-``population / islands`` states: its own random sample plus the round's seeds) in two
-jobs: the first samples the island at once, while the tuner trains its cost model
-(sampling needs no model); the second, sent by ``IslandRun.evolve`` with the trained
-model's snapshot, evolves it.  The caller evolves its own island meanwhile and
-``IslandRun.results`` gives every helper's best (score, transform steps), which the
-caller replays and merges.
+``population / islands`` states: its own random sample plus the round's seeds); the
+caller evolves its own island meanwhile and ``IslandRun.results`` gives every
+helper's best (score, transform steps), which the caller replays and merges.
 
 Invariants:
 - a job carries everything it needs: the task (pickled whole, as build jobs are), a
@@ -18,12 +15,7 @@ Invariants:
   computes), the search parameters, a seed drawn from the policy's generator, the
   seeds' steps and the printouts of the measured states, which are never returned;
 - helpers are ``WorkerPool`` processes (fork server; they never import the user's
-  main module) shared by every policy of the process, one round at a time (a lock,
-  held from the first job to the last: a run ends by ``evolve`` or ``cancel``);
-- both jobs of an island go to the same helper (``map_pinned``), which keeps the
-  sampled island in between; a helper that lost it (replaced after a crash or a
-  timeout) samples it again from the same seed, so a round's result never depends on
-  which helper did what or when;
+  main module) shared by every policy of the process, one batch at a time (a lock);
 - a helper that fails (start, crash, timeout, error) costs only its island: the
   caller gets the failure's description and carries on with the other islands; when
   helpers cannot even be started, later searches of the process stay in-process
@@ -46,10 +38,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.abc
-import itertools
 import os
 import pickle
-import queue
 import random
 import sys
 import threading
@@ -68,8 +58,6 @@ _SKETCHES: dict = {}        # in a helper: (workload key, target) -> (task, sket
 _EXTRACTORS: dict = {}      # in a helper: feature config -> FeatureExtractor (its memo)
 _START_FAILED: list = []    # the reason, once helpers could not be started
 _WARMED: set = set()        # (pool size, module) already imported by every helper
-_PREPARED: dict = {}        # in a helper: (round token, seed) -> its island, sampled
-_ROUNDS = itertools.count()  # in the tuner: round tokens
 
 
 def helpers_for(p: SearchParams, num_cores: int) -> int:
@@ -137,52 +125,26 @@ def warm_helpers(n_helpers: int, modules) -> threading.Thread | None:
     return thread
 
 
-def sample_island_job(token: tuple, seed: int, payload: bytes) -> int:
-    """A helper's first job of a round, sent before the tuner trains its model: sample
-    the island's initial population and keep it for ``evolve_island_job`` (the jobs are
-    pinned to one helper per island); its size.  The round's shared arguments were
-    pickled once, by the tuner's thread; only the island's seed differs.  The collector
-    stays paused until the second job's reply: collecting the sample in between would
-    delay the island's evolution (the next job extends the pause to its own reply)."""
-    with contextlib.nullcontext() if pause_gc_until_replied(replies=2) else paused_gc():
-        _PREPARED.clear()          # one island per helper, of the latest round only
-        island = _PREPARED[(token, seed)] = _sampled(seed, payload)
-        return len(island[2])
-
-
-def evolve_island_job(token: tuple, seed: int, payload: bytes, model_payload: bytes) -> list:
-    """A helper's second job of a round: evolve the island ``sample_island_job`` sampled
-    with the model's snapshot, once trained; an island this helper does not hold (it was
-    replaced since, or the first job failed) is sampled again from the same seed, so
-    the result is the same.  The collector stays paused until the reply is sent: the
-    collection of the round's survivors (10-60 ms) then runs while the tuner merges, not
-    before it gets the islands' results."""
+def run_island_job(seed: int, payload: bytes) -> list:
+    """A helper's entry point: the round's shared arguments were pickled once, by the
+    tuner's thread; only the island's seed differs between helpers.  The collector stays
+    paused until the reply is sent: the collection of the round's survivors (10-60 ms)
+    then runs while the tuner merges, not before it gets the islands' results."""
     with contextlib.nullcontext() if pause_gc_until_replied() else paused_gc():
-        island = _PREPARED.pop((token, seed), None) or _sampled(seed, payload)
-        return evolve_island(island, pickle.loads(model_payload))
-
-
-def _sampled(seed: int, payload: bytes) -> tuple:
-    task, params, n_init, seed_steps, measured, n_out, num_cores = pickle.loads(payload)
-    return sample_island(task, params, seed, n_init, seed_steps, measured, n_out, num_cores)
+        task, model, params, n_init, seed_steps, measured, n_out, num_cores = \
+            pickle.loads(payload)
+        return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
+                          num_cores)
 
 
 def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
                num_cores) -> list:
-    """One island's whole search: [(score, steps)] of its ``n_out`` best."""
-    island = sample_island(task, params, seed, n_init, seed_steps, measured, n_out,
-                           num_cores)
-    return evolve_island(island, model)
-
-
-def sample_island(task, params, seed, n_init, seed_steps, measured, n_out,
-                  num_cores) -> tuple:
-    """An island ready to evolve: its random initial population of ``n_init`` states
-    and the round's seeds, with its generator and the arguments evolving it takes."""
+    """One island's search in a helper: [(score, steps)] of its ``n_out`` best."""
     key = (task.workload_key, str(task.target))
     if key not in _SKETCHES:
         _SKETCHES[key] = (task, generate_sketches(task.compute_dag.init_state(), num_cores))
     task, sketches = _SKETCHES[key]
+    _keep_feature_memo(model)
     rng = random.Random(seed)
     population = sample_population(sketches, n_init, rng, num_cores,
                                    params.max_sample_tries_factor)
@@ -190,14 +152,6 @@ def sample_island(task, params, seed, n_init, seed_steps, measured, n_out,
         st = replay(task.compute_dag, steps)
         if st is not None:
             population.append(st)
-    return task, params, population, rng, measured, n_out, num_cores
-
-
-def evolve_island(island: tuple, model) -> list:
-    """[(score, steps)] of the ``n_out`` best states evolved from ``island`` (what
-    ``sample_island`` made) with ``model``."""
-    task, params, population, rng, measured, n_out, num_cores = island
-    _keep_feature_memo(model)
     scored = evolve(model, task, population, n_out, params, rng, num_cores, measured)
     return [(sc, tuple(st.transform_steps)) for sc, st in scored]
 
@@ -213,56 +167,27 @@ def _keep_feature_memo(model) -> None:
 
 
 class IslandRun:
-    """Island jobs in the helpers, driven by a background thread holding the pool: each
-    helper samples its island at once, while the tuner trains the model, and evolves it
-    once ``evolve`` hands over the model's snapshot (``cancel`` ends the run instead).
-    The jobs arrive pickled: the tuner's thread goes on using the task (its DAG fills
+    """Island jobs running in the helpers (a background thread waits for them).  The
+    jobs arrive pickled: the tuner's thread goes on using the task (its DAG fills
     caches lazily), so pickling it from the background thread could see a dict change
     size mid-iteration."""
 
     def __init__(self, jobs: list, error: BaseException | None = None):
         self._outcomes: list = []
         self._error = error
-        self._jobs = jobs
-        self._handover: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, daemon=True,
+        self._thread = threading.Thread(target=self._run, args=(jobs,), daemon=True,
                                         name="autosched-islands")
         if error is None:
             self._thread.start()
 
-    def _run(self) -> None:
+    def _run(self, jobs) -> None:
         with _LOCK:
             try:
-                pool = _pool(len(self._jobs))
-                # a failed sampling job shows up in the evolving job, which samples again
-                pool.map_pinned(sample_island_job, self._jobs, ISLAND_TIMEOUT)
-                model_payload = self._handover.get(timeout=ISLAND_TIMEOUT)
-                if model_payload is not None:
-                    self._outcomes = pool.map_pinned(
-                        evolve_island_job, [(*job, model_payload) for job in self._jobs],
-                        ISLAND_TIMEOUT)
+                self._outcomes = _pool(len(jobs)).map(run_island_job, jobs, ISLAND_TIMEOUT)
             except BaseException as err:      # reported by results(), never lost
                 self._error = err
                 if isinstance(err, WorkerError):
                     _START_FAILED.append(str(err))
-
-    def evolve(self, snapshot) -> None:
-        """Let the helpers evolve their islands with ``snapshot`` (a predict-only copy
-        of the cost model)."""
-        if self._error is not None:
-            return
-        try:
-            payload = pickle.dumps(snapshot)
-        except (pickle.PicklingError, TypeError, AttributeError) as err:
-            self.cancel()
-            self._thread.join()
-            self._error = err                 # e.g. a model whose snapshot cannot travel
-            return
-        self._handover.put(payload)
-
-    def cancel(self) -> None:
-        """End the run without evolving (the helpers' sampled islands are dropped)."""
-        self._handover.put(None)
 
     def results(self) -> tuple:
         """(the successful islands' [(score, steps)] lists, failure descriptions)."""
@@ -280,17 +205,15 @@ class IslandRun:
         return done, failed
 
 
-def start_islands(task, params: SearchParams, seeds: list, n_helpers: int, n_init: int,
-                  measured, n_out: int, num_cores: int, rng) -> IslandRun:
-    """Start ``n_helpers`` islands of ``task`` (their seeds are drawn from ``rng``): the
-    helpers sample them now; ``IslandRun.evolve`` evolves them."""
+def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: int,
+                  n_init: int, measured, n_out: int, num_cores: int, rng) -> IslandRun:
+    """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``."""
     seed_steps = [tuple(st.transform_steps) for st in seeds]
     measured = frozenset(measured)
     seeds_drawn = [rng.randrange(2 ** 31) for _ in range(n_helpers)]
-    token = (os.getpid(), next(_ROUNDS))
     try:
-        payload = pickle.dumps((task, params, n_init, seed_steps, measured, n_out,
+        payload = pickle.dumps((task, snapshot, params, n_init, seed_steps, measured, n_out,
                                 num_cores))
     except (pickle.PicklingError, TypeError, AttributeError) as err:
-        return IslandRun([], error=err)      # e.g. a task that cannot travel
-    return IslandRun([(token, seed, payload) for seed in seeds_drawn])
+        return IslandRun([], error=err)      # e.g. a model whose snapshot cannot travel
+    return IslandRun([(seed, payload) for seed in seeds_drawn])

@@ -22,7 +22,6 @@ import time
 import warnings
 from dataclasses import replace
 
-from ..cost_model.base import CostModel
 from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
 from ..measure.measurer import MeasureInput
@@ -33,13 +32,6 @@ from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
 __all__ = ["SearchParams", "SketchPolicy"]
-
-
-def _may_snapshot(model) -> bool:
-    """Whether ``model`` may give the helpers a snapshot: duck-typed models may lack
-    ``snapshot``, and CostModel's own returns None."""
-    snap = getattr(type(model), "snapshot", None)
-    return snap is not None and snap is not CostModel.snapshot
 
 
 def _check_callbacks(callbacks) -> list:
@@ -110,27 +102,23 @@ class SketchPolicy:
         measured states (``use_measured_ratio`` of its size) and ``extra`` seeds."""
         p = self.params
         helpers = helpers_for(p, self.num_cores)
-        if not helpers or not _may_snapshot(self.model):
-            return self._search_here(n_init, extra, n_out)
-        k = helpers + 1
+        snap = getattr(self.model, "snapshot", None)     # duck-typed models may lack it
+        if helpers and snap is not None:
+            # while this process trains the model (in snapshot()), the helpers import
+            # what unpickling it needs
+            warm_helpers(helpers, getattr(self.model, "snapshot_modules", tuple)())
+        snapshot = snap() if helpers and snap is not None else None
+        k = 1 if snapshot is None else helpers + 1
         share = math.ceil(n_init / k)
+        seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
+        seeds = seeds[:int(p.use_measured_ratio * share) + 1] + extra
+        if snapshot is None:
+            init = self.sample_initial_population(n_init)
+            return init, self.evolutionary_search(init + seeds, n_out)
         island = replace(p, evolutionary_search_population=max(
             1, p.evolutionary_search_population // k))
-        seeds = self._seeds(share) + extra
-        # while this process trains the model (in snapshot()), the helpers import what
-        # unpickling it needs and sample their islands
-        warm_helpers(helpers, getattr(self.model, "snapshot_modules", tuple)())
-        run = start_islands(self.task, island, seeds, helpers, share, self.measured_keys,
-                            n_out, self.num_cores, self.rng)
-        try:
-            snapshot = self.model.snapshot()
-        except BaseException:
-            run.cancel()
-            raise
-        if snapshot is None:                 # this model keeps its search in-process
-            run.cancel()
-            return self._search_here(n_init, extra, n_out)
-        run.evolve(snapshot)
+        run = start_islands(self.task, snapshot, island, seeds, helpers, share,
+                            self.measured_keys, n_out, self.num_cores, self.rng)
         init = self.sample_initial_population(share)
         scored = self._evolve(init + seeds, n_out, island)
         done, failed = run.results()
@@ -139,15 +127,6 @@ class SketchPolicy:
                           f"{self.task.desc or self.task.workload_key!r} failed "
                           f"({msg}); this round uses the other islands", stacklevel=3)
         return init, self._merge(scored, done, n_out)
-
-    def _search_here(self, n_init: int, extra: list, n_out: int) -> tuple:
-        init = self.sample_initial_population(n_init)
-        return init, self.evolutionary_search(init + self._seeds(n_init) + extra, n_out)
-
-    def _seeds(self, share: int) -> list:
-        """The best measured states, ``use_measured_ratio`` of an island's size."""
-        best = sorted(self.measured, key=lambda x: x[0])
-        return [st for _, st in best[:int(self.params.use_measured_ratio * share) + 1]]
 
     def _merge(self, scored: list, remote: list, n_out: int) -> list:
         """The ``n_out`` best of every island's (score, state); a helper's steps are
