@@ -132,7 +132,7 @@ class State:
         compute-at kinds, iterators' names, kinds and annotations, its attach map and
         the kinds of its steps, but not its extents -- filled by the analyses that
         depend on nothing else (print template, scope check, body infos, split
-        candidates).  States of
+        candidates, the places a compute-at step may move to).  States of
         the same structure may share one (``search.retile`` gives a re-tiled state its
         parent's); a step makes a new one."""
         memo = self._struct

@@ -174,11 +174,6 @@ class _TrainingFails(RandomModel):
         return super().snapshot()
 
 
-class _NoSnapshotToday(RandomModel):
-    def snapshot(self):
-        return None
-
-
 def test_a_failing_training_raises_and_the_next_round_gets_the_helpers():
     policy = auto.SketchPolicy(_task(), _TrainingFails(0), params=PARALLEL, seed=0,
                                verbose=0)
@@ -189,16 +184,6 @@ def test_a_failing_training_raises_and_the_next_round_gets_the_helpers():
     islands._LOCK.release()
     picks = policy.pick_states(8)
     assert len(picks) == 8 and len({str(s) for s in picks}) == 8
-
-
-def test_a_model_without_a_snapshot_this_round_searches_in_process():
-    policy = auto.SketchPolicy(_task(), _NoSnapshotToday(0), params=PARALLEL, seed=0,
-                               verbose=0)
-    picks = policy.pick_states(8)
-    assert len(picks) == 8 and len({str(s) for s in picks}) == 8
-    again = auto.SketchPolicy(_task(), _NoSnapshotToday(0), params=PARALLEL, seed=0,
-                              verbose=0).pick_states(8)
-    assert [str(s) for s in again] == [str(s) for s in picks]
 
 
 def test_helpers_that_cannot_start_are_not_retried(monkeypatch):
