@@ -11,8 +11,8 @@ imported it first.
 import sys
 
 import compiler
-from records import load_records, save_records
 
+from . import feature
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
@@ -30,7 +30,13 @@ from .measure.measurer import (
     RecordToFile,
 )
 from .measure.runner import LocalRunner, RunCutoff
-from .measure_record import load_best_record
+from .measure_record import (
+    RecordReader,
+    load_best_record,
+    load_records,
+    recover_measure_input,
+    save_records,
+)
 from .relay_integration import extract_tasks
 from .search.callbacks import PreloadMeasuredStates, SearchCallback
 from .search.policy import SearchParams, SketchPolicy
@@ -56,6 +62,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "BuildCutoff", "LocalRunner", "RunCutoff", "DaskBuilder", "DaskRunner", "ClusterError",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
+           "RecordReader", "recover_measure_input", "feature",
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
            "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",

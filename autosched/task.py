@@ -94,4 +94,3 @@ class SearchTask:
         """The best schedule in ``log_file`` as schedule-API Python code (``print_mode``
         "schedule"; TVM's "cuda" raises ValueError: CUDA is not supported)."""
         return _tuning.print_best(self, log_file, print_mode)
-

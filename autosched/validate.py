@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from compiler.errors import CompilerError
 from records import RecordReader
 
 from . import catalog  # noqa: F401  (registers the built-in workloads)
 from .errors import AutoSchedError, WorkloadError
 from .network import load_network
+from .record_target import record_target
 from .relay_integration import extract_tasks
 from .steps import serialize
 from .task import SearchTask
@@ -36,9 +38,9 @@ def validate_log(log: str, tasks=()) -> list:
         task = known.get(rec.workload_key)
         if task is None:
             try:
-                task = known[rec.workload_key] = SearchTask(workload_key=rec.workload_key,
-                                                            target=rec.target)
-            except (WorkloadError, AutoSchedError, ValueError) as err:
+                task = known[rec.workload_key] = SearchTask(
+                    workload_key=rec.workload_key, target=record_target(rec.target))
+            except (WorkloadError, AutoSchedError, ValueError, CompilerError) as err:
                 known[rec.workload_key] = err
                 task = err
         if isinstance(task, Exception):

@@ -189,6 +189,25 @@ def parse_target(text) -> Target:
     return Target("llvm", opts.get("mcpu", cpu), mattr, cores, opts.get("mtriple", triple), opt)
 
 
+def parse_target_lenient(text) -> tuple:
+    """``(Target, ignored)`` of a target string written elsewhere, e.g. in a TVM tuning
+    log: the ``-name=value`` options this compiler does not model (TVM's
+    ``-link-params=0``, ``-libs=...``, ``-model=...``) are left out and returned as
+    ``ignored`` instead of raising; everything else is checked as ``parse_target`` does
+    (an unknown kind or a bad value still raises BuildError)."""
+    if isinstance(text, Target):
+        return text, ()
+    if not isinstance(text, str) or not text.split() or text.split()[0] != "llvm":
+        return parse_target(text), ()       # raises, naming the whole string
+    words = text.split()
+    kept = [words[0]]
+    ignored: list = []
+    for w in words[1:]:
+        name = w[1:].partition("=")[0] if w.startswith("-") and "=" in w else None
+        (kept if name is None or name in _KNOWN_OPTS else ignored).append(w)
+    return parse_target(" ".join(kept)), tuple(ignored)
+
+
 def _default_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import CompilerError
-from compiler.target import parse_target
 from records import load_records
 
 from ..checks import check_fields
@@ -55,6 +54,7 @@ from ..features.extract import (
     FeatureError,
     FeatureExtractor,
 )
+from ..record_target import record_target
 from ..steps import serialize
 from ..workload import workload_key_to_tensors
 from .base import CostModel, CostModelError, FeatureVersionError
@@ -232,7 +232,7 @@ class XGBModel(CostModel):
                 if dag is None:
                     dag = dags[key[0]] = ComputeDAG(workload_key_to_tensors(key[0]))
                 state = dag.state_from_steps(serialize.decode_steps(rec))
-                task_key = (key[0], str(parse_target(key[1])))
+                task_key = (key[0], str(record_target(key[1])))
             except (WorkloadError, InvalidStepError, CompilerError):
                 continue
             r = rec.result

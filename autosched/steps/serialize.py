@@ -18,10 +18,14 @@ def encode_record(inp, res, seed=None) -> Record:
     mi = MeasureInputRecord(task.workload_key, str(task.target), task.hardware_params.to_list(),
                             layout_rewrite_option=int(getattr(task, "layout_rewrite_option", 0)),
                             steps=tuple(s.to_record() for s in state.transform_steps), seed=seed)
+    return Record(mi, encode_result(res))
+
+
+def encode_result(res) -> MeasureResultRecord:
+    """The record part of a MeasureResult (no costs: a failure's cost)."""
     costs = [float(c) for c in res.costs] or [1e10]
-    mr = MeasureResultRecord(tuple(costs), int(res.error_no), float(res.all_cost),
-                             float(res.timestamp or time.time()))
-    return Record(mi, mr)
+    return MeasureResultRecord(tuple(costs), int(res.error_no), float(res.all_cost),
+                               float(res.timestamp or time.time()))
 
 
 def decode_steps(record: Record) -> list:
