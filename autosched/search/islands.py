@@ -30,8 +30,9 @@ Invariants:
   tuner's own island would wait for it.  A helper imports xgboost without its
   scikit-learn interface (which it never uses): with scikit-learn, the import costs
   1.2 s, of which 0.9 s is scikit-learn and scipy.stats, and a first training (0.1 s)
-  ended long before it.  Only helpers do this: the tuner's process is the user's, whose
-  own use of xgboost must find it whole.
+  ended long before it.  Only helpers and the ``tune`` command's own process
+  (``cli.import_xgboost_early``, when it runs no user code) do this: a library user's
+  process is the user's, whose own use of xgboost must find it whole.
 """
 from __future__ import annotations
 
