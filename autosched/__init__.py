@@ -38,7 +38,7 @@ from .measure_record import (
     save_records,
 )
 from .relay_integration import extract_tasks
-from .search.callbacks import PreloadMeasuredStates, SearchCallback
+from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, SearchCallback
 from .search.policy import SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
@@ -66,7 +66,8 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
            "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
-           "SearchCallback", "PreloadMeasuredStates", "LayoutRewriteOption",
+           "SearchCallback", "PreloadMeasuredStates", "PreloadCustomSketchRule",
+           "LayoutRewriteOption",
            "LayoutTransform"]
 
 # Registered last, once every name above exists (see the module docstring).

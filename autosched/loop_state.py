@@ -6,6 +6,10 @@ iterators of a split, the fused iterator, the new stage's tensor-like key of a c
 stage.  Stages are named by a te Tensor, an Operation, a stage name or an id, and
 iterators by an ``Iterator`` of the stage (``state[C].iters[0]``) or its index.
 
+``State(state_object, dag)`` is TVM's constructor spelling (custom sketch rules wrap
+the state they are given with it), and ``state_object`` / ``stage_ops`` are TVM's
+attributes.
+
 Invariants: a LoopState is a State (every function taking a State takes it), its copies
 stay LoopStates, and a method that does not apply raises InvalidStepError leaving the
 state unchanged (the step is applied to a copy first).
@@ -13,16 +17,30 @@ state unchanged (the step is applied to a copy first).
 from __future__ import annotations
 
 from .errors import InvalidStepError
-from .state import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, State
+from .state import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
+from .state import State as _State
 from .steps import registry as R
 
 
-class LoopState(State):
+def State(state_object, dag=None) -> LoopState:  # noqa: N802 - TVM's class name
+    """TVM's ``loop_state.State(state_object, dag)``: a LoopState copy of
+    ``state_object`` (any State; ``dag``, when given, must be the state's own
+    ComputeDAG).  Custom sketch rules written for TVM wrap their state this way."""
+    if not isinstance(state_object, _State):
+        raise TypeError(f"loop_state.State: expected a State, got "
+                        f"{type(state_object).__name__}")
+    if dag is not None and dag is not state_object.dag:
+        raise InvalidStepError("loop_state.State: the state belongs to another ComputeDAG "
+                               "than the one given")
+    return LoopState.of(state_object)
+
+
+class LoopState(_State):
     """A State with TVM's loop-state methods (split, fuse, reorder, compute_at, ...)."""
     __slots__ = ()
 
     @classmethod
-    def of(cls, state: State) -> LoopState:
+    def of(cls, state: _State) -> LoopState:
         return cls(state.dag, state.stages, state.attach_map, state.transform_steps,
                    state.concrete, state.dataflow_key)
 
@@ -31,6 +49,17 @@ class LoopState(State):
 
     def __getitem__(self, stage):
         return self.stages[self.stage_id(stage)]
+
+    @property
+    def stage_ops(self) -> list:
+        """The op of every stage, in stage order (TVM's ``State.stage_ops``)."""
+        return [st.op for st in self.stages]
+
+    @property
+    def state_object(self) -> LoopState:
+        """The state itself: TVM scripts return ``state.state_object`` where a state is
+        expected, and here a state is its own object."""
+        return self
 
     # ------------------------------------------------------------------ helpers
     def _iter_id(self, sid: int, it) -> int:

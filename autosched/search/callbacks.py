@@ -4,7 +4,8 @@ Role: ``SketchPolicy(..., init_search_callbacks=[...])`` runs each callback's
 ``callback(policy)`` once, when the policy is created.  ``PreloadMeasuredStates(log)``
 feeds the log's records of the policy's task to it, as TVM's does: their states are
 never measured again, the evolutionary search starts from the best of them and the cost
-model learns from them.
+model learns from them.  ``PreloadCustomSketchRule(meet_condition_func, apply_func)``
+adds a user's sketch rule, tried before the built-in ones (``sketch_rules``).
 
 Invariants: only records of the policy's workload key on a compatible target (same kind
 and CPU; ``-keys``/``-num-cores`` may differ, as in TVM logs) are loaded; a missing log
@@ -20,6 +21,7 @@ from records import load_records, target_matches
 from ..errors import InvalidStepError
 from ..measure.measurer import MeasureInput, MeasureResult
 from ..steps import serialize
+from .sketch_rules import APPLY, APPLY_AND_SKIP_REST, PASS
 
 
 def matching_records(log: str, task, mode: str = "compatible") -> list:
@@ -76,3 +78,39 @@ class PreloadMeasuredStates(SearchCallback):
 
     def __repr__(self):
         return f"PreloadMeasuredStates({self.filename!r})"
+
+
+class PreloadCustomSketchRule(SearchCallback):
+    """TVM's custom sketch rule.  At every stage of sketch generation, before the built-in
+    rules, ``meet_condition_func(policy, state, stage_id)`` returns ``PASS`` (not
+    applicable), ``APPLY`` (apply, then try the next rules) or ``APPLY_AND_SKIP_REST``;
+    when applicable, ``apply_func(policy, state, stage_id)`` returns ``[[state,
+    next_stage_id], ...]``.  The states given are LoopState copies (TVM's loop-state
+    methods: ``split``, ``compute_at``, ...; ``loop_state.State(state, dag)`` and
+    ``state.state_object`` work as in TVM).  The sketches are made in the tuner's process
+    and sent to search helpers as steps, so the functions never travel."""
+
+    PASS, APPLY, APPLY_AND_SKIP_REST = PASS, APPLY, APPLY_AND_SKIP_REST
+
+    def __init__(self, meet_condition_func, apply_func, rule_name: str = "CustomSketchRule"):
+        for what, f in (("meet_condition_func", meet_condition_func),
+                        ("apply_func", apply_func)):
+            if not callable(f):
+                raise TypeError(f"PreloadCustomSketchRule {what}={f!r}: expected a function "
+                                "(policy, state, stage_id)")
+        if not isinstance(rule_name, str):
+            raise TypeError(f"PreloadCustomSketchRule rule_name={rule_name!r}: expected a str")
+        self.meet_condition_func, self.apply_func = meet_condition_func, apply_func
+        self.rule_name = rule_name
+
+    def callback(self, policy) -> None:
+        rules = getattr(policy, "custom_sketch_rules", None)
+        if rules is None:
+            raise TypeError(f"PreloadCustomSketchRule {self.rule_name!r}: "
+                            f"{type(policy).__name__} has no sketch rules (use SketchPolicy)")
+        rules.append(self)
+        if getattr(policy, "verbose", 0) >= 1:
+            print(f'Custom sketch rule "{self.rule_name}" added.', flush=True)
+
+    def __repr__(self):
+        return f"PreloadCustomSketchRule({self.rule_name!r})"

@@ -132,18 +132,24 @@ def run_island_job(seed: int, payload: bytes) -> list:
     paused until the reply is sent: the collection of the round's survivors (10-60 ms)
     then runs while the tuner merges, not before it gets the islands' results."""
     with contextlib.nullcontext() if pause_gc_until_replied() else paused_gc():
-        task, model, params, n_init, seed_steps, measured, n_out, num_cores = \
+        task, model, params, n_init, seed_steps, measured, n_out, num_cores, sketch_steps = \
             pickle.loads(payload)
         return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
-                          num_cores)
+                          num_cores, sketch_steps)
 
 
 def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
-               num_cores) -> list:
-    """One island's search in a helper: [(score, steps)] of its ``n_out`` best."""
-    key = (task.workload_key, str(task.target))
+               num_cores, sketch_steps=None) -> list:
+    """One island's search in a helper: [(score, steps)] of its ``n_out`` best.  The
+    sketches are the task's own, generated here once, or replayed from ``sketch_steps``
+    (the tuner's sketches, made with custom rules)."""
+    key = (task.workload_key, str(task.target), sketch_steps)
     if key not in _SKETCHES:
-        _SKETCHES[key] = (task, generate_sketches(task.compute_dag.init_state(), num_cores))
+        if sketch_steps is None:
+            sketches = generate_sketches(task.compute_dag.init_state(), num_cores)
+        else:
+            sketches = [task.compute_dag.state_from_steps(steps) for steps in sketch_steps]
+        _SKETCHES[key] = (task, sketches)
     task, sketches = _SKETCHES[key]
     _keep_feature_memo(model)
     rng = random.Random(seed)
@@ -207,14 +213,16 @@ class IslandRun:
 
 
 def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: int,
-                  n_init: int, measured, n_out: int, num_cores: int, rng) -> IslandRun:
-    """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``."""
+                  n_init: int, measured, n_out: int, num_cores: int, rng,
+                  sketch_steps=None) -> IslandRun:
+    """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``;
+    ``sketch_steps``: the sketches to use as step tuples (None: the task's own)."""
     seed_steps = [tuple(st.transform_steps) for st in seeds]
     measured = frozenset(measured)
     seeds_drawn = [rng.randrange(2 ** 31) for _ in range(n_helpers)]
     try:
         payload = pickle.dumps((task, snapshot, params, n_init, seed_steps, measured, n_out,
-                                num_cores))
+                                num_cores, sketch_steps))
     except (pickle.PicklingError, TypeError, AttributeError) as err:
         return IslandRun([], error=err)      # e.g. a model whose snapshot cannot travel
     return IslandRun([(seed, payload) for seed in seeds_drawn])

@@ -63,16 +63,23 @@ class SketchPolicy:
         self.search_seconds = 0.0
         self.preloaded = 0            # records loaded by init callbacks (PreloadMeasuredStates)
         self._default_pending = self.params.seed_default_schedule
+        self.custom_sketch_rules: list = []   # PreloadCustomSketchRule callbacks add them
         self.init_search_callbacks = _check_callbacks(init_search_callbacks)
         for cb in self.init_search_callbacks:
             cb.callback(self)
+
+    @property
+    def search_task(self):
+        """The task (TVM's name: custom sketch rules read ``policy.search_task``)."""
+        return self.task
 
     # ------------------------------------------------------------------ sketches / init
     def generate_sketches(self, print_for_debug: bool = False) -> list:
         sketches = self._sketches
         if sketches is None:
-            sketches = self._sketches = generate_sketches(self.task.compute_dag.init_state(),
-                                                          self.num_cores)
+            sketches = self._sketches = generate_sketches(
+                self.task.compute_dag.init_state(), self.num_cores,
+                self.custom_sketch_rules, self)
         if print_for_debug:
             for k, s in enumerate(sketches):
                 print(f"=== sketch {k} ===\n{s}")
@@ -117,8 +124,13 @@ class SketchPolicy:
             return init, self.evolutionary_search(init + seeds, n_out)
         island = replace(p, evolutionary_search_population=max(
             1, p.evolutionary_search_population // k))
+        # a custom sketch rule is the user's code, which helpers never import: they get
+        # the sketches as steps
+        sketch_steps = None if not self.custom_sketch_rules else tuple(
+            tuple(s.transform_steps) for s in self.generate_sketches())
         run = start_islands(self.task, snapshot, island, seeds, helpers, share,
-                            self.measured_keys, n_out, self.num_cores, self.rng)
+                            self.measured_keys, n_out, self.num_cores, self.rng,
+                            sketch_steps)
         init = self.sample_initial_population(share)
         scored = self._evolve(init + seeds, n_out, island)
         done, failed = run.results()

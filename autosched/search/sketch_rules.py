@@ -4,11 +4,15 @@ Sketches are built by visiting stages from the last to the first; at each stage 
 applicable rule turns a (state, stage_id) into new (state, next_stage_id) pairs.  A
 sketch has the loop structure fixed but split lengths unknown (None); the init rules
 fill them.  Rules: skip, always-inline, add-rfactor, add-cache-write, multi-level tiling
-"SSRSRS" with and without fusing the elementwise consumer.
+"SSRSRS" with and without fusing the elementwise consumer.  Custom rules (TVM's
+``PreloadCustomSketchRule``, given to the policy as an init search callback) are tried
+before these at every stage, as TVM's; what they return is checked here.
 """
 from __future__ import annotations
 
 from .. import state as S
+from ..errors import AutoSchedError
+from ..loop_state import LoopState
 from ..steps import registry as ST
 from ..steps.registry import apply_step
 
@@ -207,8 +211,58 @@ def rule_mlt(state, sid):
     return APPLY_AND_SKIP_REST, [(s, sid - 1)]
 
 
-def generate_sketches(init_state, num_cores: int) -> list:
-    """All sketches of ``init_state`` (deduplicated by their printed loop nest)."""
+def custom_rule(rule, policy):
+    """A built-in-style rule ``(state, sid) -> (kind, [(state, next sid)])`` running the
+    user's ``rule.meet_condition_func`` and ``rule.apply_func`` on LoopState copies, with
+    their results checked (an AutoSchedError names the rule and the bad value)."""
+    name = rule.rule_name
+
+    def run(state, sid):
+        kind = rule.meet_condition_func(policy, LoopState.of(state), sid)
+        if type(kind) is not int or kind not in (PASS, APPLY, APPLY_AND_SKIP_REST):
+            raise AutoSchedError(
+                f"custom sketch rule {name!r}: meet_condition_func returned {kind!r} for "
+                f"stage {sid}; expected PASS (0), APPLY (1) or APPLY_AND_SKIP_REST (2)")
+        if kind == PASS:
+            return PASS, []
+        got = rule.apply_func(policy, LoopState.of(state), sid)
+        return kind, [_checked_pair(name, item, state, sid) for item in _pairs(got)]
+    return run
+
+
+def _pairs(got) -> list:
+    """The [state, next stage id] items of an apply function's result; a single pair
+    is accepted as it is (TVM's sparse tutorial returns one that way)."""
+    if isinstance(got, (list, tuple)) and len(got) == 2 and isinstance(got[0], S.State):
+        return [got]
+    return list(got) if isinstance(got, (list, tuple)) else [got]
+
+
+def _checked_pair(name: str, item, state, sid: int) -> tuple:
+    ok = isinstance(item, (list, tuple)) and len(item) == 2 and \
+        isinstance(item[0], S.State) and type(item[1]) is int
+    if not ok:
+        raise AutoSchedError(f"custom sketch rule {name!r}: apply_func returned {item!r} "
+                             f"for stage {sid}; expected [state, next_stage_id] pairs")
+    st, nxt = item
+    if st.dag is not state.dag:
+        raise AutoSchedError(f"custom sketch rule {name!r}: apply_func returned a state of "
+                             "another ComputeDAG")
+    if not -1 <= nxt <= sid or (nxt == sid and len(st.transform_steps) <= len(
+            state.transform_steps)):
+        raise AutoSchedError(
+            f"custom sketch rule {name!r}: apply_func returned next stage {nxt} for stage "
+            f"{sid}; expected -1 to {sid - 1}, or {sid} with a state that has new steps "
+            "(else sketch generation would never end)")
+    return st.copy(), nxt
+
+
+def generate_sketches(init_state, num_cores: int, custom_rules=(), policy=None) -> list:
+    """All sketches of ``init_state`` (deduplicated by their printed loop nest).
+    ``custom_rules`` (PreloadCustomSketchRule objects) go first, called with ``policy``."""
+    rules = [custom_rule(r, policy) for r in custom_rules] + [
+        rule_always_inline, lambda s, i: rule_add_rfactor(s, i, num_cores),
+        rule_add_cache_write, rule_mlt_with_fusion, rule_mlt]
     work = [(init_state, len(init_state.stages) - 1)]
     done, seen = [], set()
     while work:
@@ -220,8 +274,7 @@ def generate_sketches(init_state, num_cores: int) -> list:
                 done.append(state)
             continue
         results = []
-        for rule in (rule_always_inline, lambda s, i: rule_add_rfactor(s, i, num_cores),
-                     rule_add_cache_write, rule_mlt_with_fusion, rule_mlt):
+        for rule in rules:
             kind, new = rule(state, sid)
             if kind == PASS:
                 continue
