@@ -39,7 +39,7 @@ from .measure_record import (
 )
 from .relay_integration import extract_tasks
 from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, SearchCallback
-from .search.policy import SearchParams, SketchPolicy
+from .search.policy import EmptyPolicy, SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
 from .task_scheduler import (
@@ -58,7 +58,7 @@ from .workload import (
 
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
-           "SketchPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
+           "SketchPolicy", "EmptyPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
            "BuildCutoff", "LocalRunner", "RunCutoff", "DaskBuilder", "DaskRunner", "ClusterError",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",

@@ -408,3 +408,18 @@ def test_the_default_state_wins_a_tie_within_the_margin():
     once = recs(b, [1.01e-3])
     assert rank_records(tuned + once, prefer=pref)[0] is tuned[0]       # not re-timed
 
+
+
+# ------------------------------------------------------------------ EmptyPolicy
+def test_empty_policy_measures_the_initial_state_every_round(tmp_path, log):
+    task = make_task()
+    out = tmp_path / "empty.json"
+    policy = auto.EmptyPolicy(task, init_search_callbacks=[auto.PreloadMeasuredStates(log)])
+    assert policy.preloaded == 8 and policy.search_task is task
+    stats = task.tune(options(out, trials=3), policy)
+    assert stats.trials == 3
+    recs = list(load_records(out))
+    assert len(recs) == 3 and all(r.input.steps == () for r in recs)
+    with pytest.raises(TypeError, match="EmptyPolicy has no sketch rules"):
+        auto.EmptyPolicy(task, init_search_callbacks=[auto.PreloadCustomSketchRule(
+            lambda p, s, i: 0, lambda p, s, i: [])])

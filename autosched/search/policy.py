@@ -31,7 +31,7 @@ from .islands import helpers_for, start_islands, warm_helpers
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
-__all__ = ["SearchParams", "SketchPolicy"]
+__all__ = ["SearchParams", "SketchPolicy", "EmptyPolicy"]
 
 
 def _check_callbacks(callbacks) -> list:
@@ -222,6 +222,39 @@ class SketchPolicy:
     def continue_search_one_round(self, num_measure: int, measurer):
         states = self.pick_states(num_measure)
         inputs = [MeasureInput(self.task, st) for st in states]
+        results = measurer.measure(self.task, self, inputs) if inputs else []
+        self.record_measured(inputs, results)
+        return inputs, results
+
+
+class EmptyPolicy:
+    """TVM's example policy: every round proposes the ComputeDAG's initial state (the
+    unscheduled program) and nothing else, so a tuning run measures that one state once
+    per trial (TVM's EmptyPolicy does the same).  For checking a measurement setup."""
+
+    def __init__(self, task, init_search_callbacks=None):
+        self.task = task
+        self.verbose = 0
+        self.measured: list = []
+        self.measured_keys: set = set()
+        self.search_seconds = 0.0
+        self.preloaded = 0
+        self.init_search_callbacks = _check_callbacks(init_search_callbacks)
+        for cb in self.init_search_callbacks:
+            cb.callback(self)
+
+    @property
+    def search_task(self):
+        return self.task
+
+    def record_measured(self, inputs, results) -> None:
+        for inp, res in zip(inputs, results):
+            self.measured_keys.add(str(inp.state))
+            if res.error_no == 0 and res.costs:
+                self.measured.append((sum(res.costs) / len(res.costs), inp.state))
+
+    def continue_search_one_round(self, num_measure: int, measurer):
+        inputs = [MeasureInput(self.task, self.task.compute_dag.init_state())][:num_measure]
         results = measurer.measure(self.task, self, inputs) if inputs else []
         self.record_measured(inputs, results)
         return inputs, results
