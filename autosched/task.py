@@ -15,6 +15,12 @@ from .checks import check_fields
 from .compute_dag import ComputeDAG
 from .errors import WorkloadError
 from .layout_rewrite import LayoutRewriteOption, as_option
+from .task_inputs import (
+    TaskInputError,
+    as_input_array,
+    check_task_inputs,
+    register_task_input_buffer,
+)
 from .workload import make_workload_key, workload_key_to_tensors
 
 
@@ -48,7 +54,9 @@ class SearchTask:
     """``SearchTask(func=..., args=..., target=...)`` or ``SearchTask(workload_key=...)``."""
 
     def __init__(self, func=None, args=(), compute_dag=None, workload_key=None,
-                 target="llvm", hardware_params=None, desc="", layout_rewrite_option=None):
+                 target="llvm", hardware_params=None, desc="", layout_rewrite_option=None,
+                 task_inputs=None, task_inputs_overwrite: bool = False,
+                 task_inputs_save_to_file: bool = False):
         if workload_key is None:
             if func is None:
                 raise WorkloadError("SearchTask needs func=... (with args) or workload_key=...")
@@ -65,6 +73,21 @@ class SearchTask:
         self.layout_rewrite_option = (LayoutRewriteOption.get_target_default(self.target)
                                       if layout_rewrite_option is None
                                       else as_option(layout_rewrite_option))
+        # placeholders measured with given data instead of random inputs (task_inputs.py)
+        self.task_input_names: tuple = ()
+        if task_inputs:
+            self._register_inputs(task_inputs, task_inputs_overwrite, task_inputs_save_to_file)
+
+    def _register_inputs(self, task_inputs, overwrite: bool, save_to_file: bool) -> None:
+        if not isinstance(task_inputs, dict):
+            raise TaskInputError(f"SearchTask task_inputs={type(task_inputs).__name__}: "
+                                 "expected a dict {placeholder name: array}")
+        given = {name: as_input_array(data, f"task input {name!r}")
+                 for name, data in task_inputs.items()}
+        check_task_inputs(self.compute_dag.tensors, given)
+        for name, arr in given.items():
+            register_task_input_buffer(self.workload_key, name, arr, overwrite, save_to_file)
+        self.task_input_names = tuple(given)
 
     def __repr__(self):
         return f"SearchTask({self.workload_key}, target={self.target})"

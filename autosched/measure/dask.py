@@ -306,6 +306,12 @@ class DaskRunner(_DaskBase, ProgramRunner):
         for i, br in enumerate(build_results):
             if br.error_no != MeasureErrorNo.NO_ERROR:
                 results[i] = MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
+            elif getattr(inputs[i].task, "task_input_names", ()):
+                # the data would have to travel to every worker: not supported (yet)
+                results[i] = MeasureResult.failed(
+                    MeasureErrorNo.RUNTIME_DEVICE, "DaskRunner does not send task inputs "
+                    f"({', '.join(inputs[i].task.task_input_names)}) to its workers; "
+                    "measure tasks with task_inputs with LocalRunner", br.time_cost)
             else:
                 todo.append(i)
         self._run_all(inputs, build_results, todo, results)

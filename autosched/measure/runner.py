@@ -32,7 +32,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import shutil
 import statistics
+import tempfile
 import time
 import traceback
 import warnings
@@ -46,6 +48,7 @@ from compiler.runtime import empty_aligned, load_module
 from ..checks import check_fields
 from ..errors import AutoSchedError
 from ..layout_rewrite import LayoutRewriteOption
+from ..task_inputs import files_for, load_into
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
 from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 
@@ -144,9 +147,10 @@ def _random_array(shape, dtype: np.dtype, rng: np.random.Generator, out: np.ndar
         raise TypeError(f"no random input generator for dtype {dtype}")
 
 
-def _arguments(meta, seed: int) -> list:
-    """Arrays for ``meta``'s params: cached random inputs, freshly zeroed outputs."""
-    key = (seed, tuple((p.shape, p.dtype, p.written) for p in meta.params))
+def _arguments(meta, seed: int, fixed=()) -> list:
+    """Arrays for ``meta``'s params: cached random inputs (``fixed``: the task inputs'
+    files by name, loaded instead), freshly zeroed outputs."""
+    key = (seed, tuple((p.shape, p.dtype, p.written) for p in meta.params), fixed)
     if _ARGS["key"] != key:
         arrays = []
         for index, p in enumerate(meta.params):
@@ -154,6 +158,8 @@ def _arguments(meta, seed: int) -> list:
             if not p.written:
                 _random_array(p.shape, p.np_dtype, np.random.default_rng([seed, index]), arr)
             arrays.append(arr)
+        if fixed:
+            load_into(meta, arrays, fixed)
         _ARGS["key"], _ARGS["arrays"] = key, arrays
     for p, arr in zip(meta.params, _ARGS["arrays"]):
         if p.written:
@@ -161,11 +167,11 @@ def _arguments(meta, seed: int) -> list:
     return _ARGS["arrays"]
 
 
-def _reference_job(ref_key: str, obj: bytes, metas, seed: int) -> None:
+def _reference_job(ref_key: str, obj: bytes, metas, seed: int, fixed=()) -> None:
     """In the worker: run the reference kernel once and keep its outputs under ref_key."""
     mod = load_module(obj, metas)
     func = mod.get_function(mod.entry_name)
-    arrays = _arguments(func.meta, seed)
+    arrays = _arguments(func.meta, seed, fixed)
     func(*arrays)
     _REFERENCES[ref_key] = [a.copy() if p.written else None
                             for p, a in zip(func.meta.params, arrays)]
@@ -194,9 +200,10 @@ def _check_outputs(meta, arrays, reference, config: RunConfig) -> None:
                                    f"{config.rtol}, atol {config.atol}){where}")
 
 
-def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
+def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float, fixed=()):
     """In the worker: ``(costs, error_no, error_msg)`` for one built candidate; a first
-    call of ``single_shot`` seconds or more is the measurement."""
+    call of ``single_shot`` seconds or more is the measurement; ``fixed``: the task
+    inputs' files by name."""
     if config.cooldown_interval > 0:
         time.sleep(config.cooldown_interval)
     try:
@@ -206,7 +213,7 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float):
             f"{type(e).__name__}: {e}"
     try:
         func = mod.get_function(mod.entry_name)
-        arrays = _arguments(func.meta, config.seed)
+        arrays = _arguments(func.meta, config.seed, fixed)
         t0 = time.perf_counter()
         func(*arrays)
         first = time.perf_counter() - t0
@@ -327,6 +334,8 @@ class LocalRunner(ProgramRunner):
         self._ref_loaded: set = set()    # ref keys whose outputs the current worker holds
         self._ref_starts = 0             # pool.starts when _ref_loaded was valid
         self.last_seconds = self.total_seconds = 0.0
+        self._inputs_dir: str | None = None     # task inputs' files (task_inputs.py)
+        self._input_files: dict = {}
 
     def start(self) -> None:
         """Start the worker now (non-blocking), e.g. while the builders compile."""
@@ -363,7 +372,7 @@ class LocalRunner(ProgramRunner):
         task_key = _task_key(inp.task)
         best = self._best.get(task_key)
         single_shot, timeout, early = self._limits(best)
-        job = (br.obj, br.metas, self.config, ref_key, single_shot)
+        job = (br.obj, br.metas, self.config, ref_key, single_shot, self._fixed(inp.task))
         outcome = self.pool.map(_run_job, [job], timeout)[0]
         all_cost = br.time_cost + outcome.seconds
         if outcome.status == "ok":
@@ -411,7 +420,8 @@ class LocalRunner(ProgramRunner):
         if self._ref_objs[key] is None:
             return None
         obj, metas = self._ref_objs[key]
-        outcome = self.pool.map(_reference_job, [(key, obj, metas, self.config.seed)],
+        outcome = self.pool.map(_reference_job, [(key, obj, metas, self.config.seed,
+                                                  self._fixed(task))],
                                 self.reference_timeout)[0]
         if outcome.status != "ok":
             self._ref_objs[key] = None
@@ -423,8 +433,20 @@ class LocalRunner(ProgramRunner):
         self._ref_starts = self.pool.starts
         return key
 
+    def _fixed(self, task) -> tuple:
+        """The task inputs' files by name (written once, into this runner's directory)."""
+        if not getattr(task, "task_input_names", ()):
+            return ()
+        if self._inputs_dir is None:
+            self._inputs_dir = tempfile.mkdtemp(prefix="autosched-task-inputs-")
+        return files_for(task, self._inputs_dir, self._input_files)
+
     def close(self) -> None:
         self.pool.close()
+        if self._inputs_dir is not None:
+            shutil.rmtree(self._inputs_dir, ignore_errors=True)
+            self._inputs_dir = None
+            self._input_files.clear()
 
     def __enter__(self) -> LocalRunner:
         return self

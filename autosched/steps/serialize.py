@@ -17,7 +17,8 @@ def encode_record(inp, res, seed=None) -> Record:
     task, state = inp.task, inp.state
     mi = MeasureInputRecord(task.workload_key, str(task.target), task.hardware_params.to_list(),
                             layout_rewrite_option=int(getattr(task, "layout_rewrite_option", 0)),
-                            steps=tuple(s.to_record() for s in state.transform_steps), seed=seed)
+                            steps=tuple(s.to_record() for s in state.transform_steps), seed=seed,
+                            task_input_names=tuple(getattr(task, "task_input_names", ())))
     return Record(mi, encode_result(res))
 
 
