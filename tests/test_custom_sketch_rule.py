@@ -5,15 +5,14 @@ search samples -- in helper islands too, which get them as steps -- and bad resu
 are errors that name the rule.
 """
 import warnings
-import zlib
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
+from autosched_helpers import Fine
 
 import autosched as auto
 from autosched import loop_state
 from autosched.errors import AutoSchedError, InvalidStepError
-from autosched.measure.measurer import BuildResult
 from autosched.search.evolution import SearchParams
 from records import load_records
 
@@ -72,16 +71,6 @@ def test_a_rule_that_applies_adds_its_sketch_to_the_built_in_ones():
     assert codes(both[0]) == [["SP", 2], ["SP", 2], ["RE", 2]]
 
 
-class Fine:
-    """Builds and 'times' every candidate: a cost from a hash of its state."""
-    n_parallel = 1
-
-    def build(self, inputs, verbose=0):
-        return [BuildResult(b"obj", ("f",), 0, "", 0.0) for _ in inputs]
-
-    def run(self, inputs, build_results, verbose=0):
-        return [auto.MeasureResult([1e-3 * (1 + zlib.crc32(str(i.state).encode()) % 97 / 97)],
-                                   0, "", 0.0, 1.0) for i in inputs]
 
 
 def test_tuning_samples_only_the_custom_sketch_in_every_island(tmp_path):

@@ -2,10 +2,10 @@
 message that says what keeps failing, and the failed batches stay in the log."""
 import errno
 import os
-import zlib
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
+from autosched_helpers import Fine
 
 import autosched as auto
 from autosched import validate
@@ -58,16 +58,6 @@ def test_max_continuous_error_is_validated():
         auto.TuningOptions(max_continuous_error=0)
 
 
-class Fine:
-    """Builds and 'times' every candidate: a cost from a hash of its state."""
-    n_parallel = 1
-
-    def build(self, inputs, verbose=0):
-        return [BuildResult(b"obj", ("f",), 0, "", 0.0) for _ in inputs]
-
-    def run(self, inputs, build_results, verbose=0):
-        return [MeasureResult([1e-3 * (1 + zlib.crc32(str(i.state).encode()) % 97 / 97)], 0,
-                              "", 0.0, 1.0) for i in inputs]
 
 
 def test_a_full_disk_stops_tuning_with_the_log_whole(tmp_path, monkeypatch):

@@ -8,17 +8,15 @@ the state), so the tests are fast and deterministic.
 """
 import json
 import sys
-import zlib
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
-from autosched_helpers import SMALL_SEARCH
+from autosched_helpers import SMALL_SEARCH, Fine
 
 import autosched as auto
 import compiler
 from autosched import catalog  # noqa: F401  (registers the built-in workloads)
 from autosched.default_state import default_state
-from autosched.measure.measurer import BuildResult
 from autosched.measure.runner import RunConfig, more_calls
 from autosched.steps import serialize
 from autosched.tuning import best_state, default_steps_repr, preload, rank_records
@@ -29,16 +27,6 @@ from records import load_best_record as load_best_raw
 KEY_ARGS = (16, 16, 16)
 
 
-class Fine:
-    """Builds and 'times' every candidate: a cost from a hash of its state."""
-    n_parallel = 1
-
-    def build(self, inputs, verbose=0):
-        return [BuildResult(b"obj", ("f",), 0, "", 0.0) for _ in inputs]
-
-    def run(self, inputs, build_results, verbose=0):
-        return [auto.MeasureResult([1e-3 * (1 + zlib.crc32(str(i.state).encode()) % 97 / 97)],
-                                   0, "", 0.0, 1.0) for i in inputs]
 
 
 def make_task():

@@ -47,24 +47,22 @@ def _check_callbacks(callbacks) -> list:
     return list(callbacks)
 
 
-class SketchPolicy:
-    def __init__(self, task, program_cost_model=None, params: SearchParams | None = None,
-                 seed: int = 0, verbose: int = 1, init_search_callbacks=None):
+class _Policy:
+    """What every policy here keeps: its task, the states measured (``measured_keys``,
+    ``measured``: (cost, state) of the successful ones) and the search seconds; its init
+    search callbacks run last in the constructor."""
+
+    def __init__(self, task, verbose: int):
         self.task = task
-        self.model = program_cost_model or XGBModel(seed=seed)
-        self.params = params or SearchParams()
-        self.seed = seed
-        self.rng = random.Random(seed)
         self.verbose = verbose
-        self.num_cores = task.hardware_params.num_cores
-        self._sketches: list | None = None
         self.measured_keys: set = set()
-        self.measured: list = []      # (cost, state) of successful measurements
+        self.measured: list = []
         self.search_seconds = 0.0
         self.preloaded = 0            # records loaded by init callbacks (PreloadMeasuredStates)
-        self._default_pending = self.params.seed_default_schedule
-        self.custom_sketch_rules: list = []   # PreloadCustomSketchRule callbacks add them
-        self.init_search_callbacks = _check_callbacks(init_search_callbacks)
+        self.init_search_callbacks: list = []
+
+    def _run_init_callbacks(self, callbacks) -> None:
+        self.init_search_callbacks = _check_callbacks(callbacks)
         for cb in self.init_search_callbacks:
             cb.callback(self)
 
@@ -72,6 +70,27 @@ class SketchPolicy:
     def search_task(self):
         """The task (TVM's name: custom sketch rules read ``policy.search_task``)."""
         return self.task
+
+    def _note_measured(self, inputs, results) -> None:
+        for inp, res in zip(inputs, results):
+            self.measured_keys.add(str(inp.state))
+            if res.error_no == 0 and res.costs:
+                self.measured.append((sum(res.costs) / len(res.costs), inp.state))
+
+
+class SketchPolicy(_Policy):
+    def __init__(self, task, program_cost_model=None, params: SearchParams | None = None,
+                 seed: int = 0, verbose: int = 1, init_search_callbacks=None):
+        super().__init__(task, verbose)
+        self.model = program_cost_model or XGBModel(seed=seed)
+        self.params = params or SearchParams()
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.num_cores = task.hardware_params.num_cores
+        self._sketches: list | None = None
+        self._default_pending = self.params.seed_default_schedule
+        self.custom_sketch_rules: list = []   # PreloadCustomSketchRule callbacks add them
+        self._run_init_callbacks(init_search_callbacks)
 
     # ------------------------------------------------------------------ sketches / init
     def generate_sketches(self, print_for_debug: bool = False) -> list:
@@ -211,10 +230,7 @@ class SketchPolicy:
             picks.append(st)
 
     def record_measured(self, inputs, results) -> None:
-        for inp, res in zip(inputs, results):
-            self.measured_keys.add(str(inp.state))
-            if res.error_no == 0 and res.costs:
-                self.measured.append((sum(res.costs) / len(res.costs), inp.state))
+        self._note_measured(inputs, results)
         t0 = time.perf_counter()
         self.model.update(inputs, results)
         self.search_seconds += time.perf_counter() - t0
@@ -227,31 +243,17 @@ class SketchPolicy:
         return inputs, results
 
 
-class EmptyPolicy:
+class EmptyPolicy(_Policy):
     """TVM's example policy: every round proposes the ComputeDAG's initial state (the
     unscheduled program) and nothing else, so a tuning run measures that one state once
     per trial (TVM's EmptyPolicy does the same).  For checking a measurement setup."""
 
     def __init__(self, task, init_search_callbacks=None):
-        self.task = task
-        self.verbose = 0
-        self.measured: list = []
-        self.measured_keys: set = set()
-        self.search_seconds = 0.0
-        self.preloaded = 0
-        self.init_search_callbacks = _check_callbacks(init_search_callbacks)
-        for cb in self.init_search_callbacks:
-            cb.callback(self)
-
-    @property
-    def search_task(self):
-        return self.task
+        super().__init__(task, 0)
+        self._run_init_callbacks(init_search_callbacks)
 
     def record_measured(self, inputs, results) -> None:
-        for inp, res in zip(inputs, results):
-            self.measured_keys.add(str(inp.state))
-            if res.error_no == 0 and res.costs:
-                self.measured.append((sum(res.costs) / len(res.costs), inp.state))
+        self._note_measured(inputs, results)
 
     def continue_search_one_round(self, num_measure: int, measurer):
         inputs = [MeasureInput(self.task, self.task.compute_dag.init_state())][:num_measure]
