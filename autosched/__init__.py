@@ -6,13 +6,14 @@ Importing this package also makes it reachable as ``compiler.auto_scheduler``, s
 script's ``tvm.auto_scheduler.SearchTask`` works after ``import compiler as tvm``.  The
 registration happens here rather than in ``compiler`` because the compiler core must never
 import the auto-scheduler (layering rule); a script that names ``auto_scheduler`` has
-imported it first.
+imported it first.  Submodules are aliased too (``tvm_alias``): ``from
+tvm.auto_scheduler.loop_state import State`` gives this package's module, not a copy.
 """
 import sys
 
 import compiler
 
-from . import feature
+from . import feature, tvm_alias
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
@@ -71,5 +72,4 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "LayoutTransform"]
 
 # Registered last, once every name above exists (see the module docstring).
-compiler.auto_scheduler = sys.modules[__name__]  # type: ignore[attr-defined]
-sys.modules.setdefault("compiler.auto_scheduler", sys.modules[__name__])
+tvm_alias.install(sys.modules[__name__])

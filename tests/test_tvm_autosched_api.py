@@ -7,6 +7,7 @@ Measurements are faked (a builder that builds nothing, a runner whose cost is a 
 the state), so the tests are fast and deterministic.
 """
 import json
+import subprocess
 import sys
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
@@ -411,3 +412,31 @@ def test_empty_policy_measures_the_initial_state_every_round(tmp_path, log):
     with pytest.raises(TypeError, match="EmptyPolicy has no sketch rules"):
         auto.EmptyPolicy(task, init_search_callbacks=[auto.PreloadCustomSketchRule(
             lambda p, s, i: 0, lambda p, s, i: [])])
+
+
+# ------------------------------------------------------------------ submodule alias
+_SUBMODULES = """
+import sys
+import compiler as tvm
+import autosched
+from compiler.auto_scheduler.loop_state import State
+from compiler.auto_scheduler.errors import WorkloadError
+import compiler.auto_scheduler.measure.runner as runner
+import compiler.auto_scheduler.workload as wl
+real = {name: sys.modules["autosched." + name] for name in
+        ("loop_state", "errors", "measure.runner", "workload")}
+print(State is real["loop_state"].State, WorkloadError is real["errors"].WorkloadError,
+      runner is real["measure.runner"], wl is real["workload"])
+try:
+    import compiler.auto_scheduler.no_such_module
+except ModuleNotFoundError as err:
+    print(err.name)
+"""
+
+
+def test_tvm_submodule_imports_give_this_packages_modules_not_copies():
+    """``from tvm.auto_scheduler.X import Y`` after ``import compiler as tvm``: one module
+    (a copy would have its own workload registry and exception classes)."""
+    out = subprocess.run([sys.executable, "-c", _SUBMODULES], capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split("\n")
+    assert out[:2] == ["True True True True", "compiler.auto_scheduler.no_such_module"]
