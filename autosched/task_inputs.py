@@ -14,13 +14,14 @@ Invariants (TVM's semantics where it has them):
   (TVM also matches names through registered check functions, which are not
   supported: an unknown name is an error, never silently random data);
 - the runner hands the data to its worker as an ``.npy`` file it writes once per
-  buffer (content-addressed, in a directory it removes when it closes); the worker
-  loads each file once and copies it into the candidate's argument.
+  registered array (in a directory it removes when it closes); the worker loads each
+  file once and copies it into the candidate's argument.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 
 import numpy as np
 
@@ -115,18 +116,19 @@ def check_task_inputs(tensors, names) -> None:
 
 def files_for(task, directory: str, written: dict) -> tuple:
     """``((name, path), ...)`` of ``task``'s inputs, each written once to ``directory``
-    (``written``: the caller's {content key: path} memo)."""
+    (``written``: the caller's {(workload key, name): (array, path)} memo; a registered
+    array is read-only and replaced, never changed, so the array object decides)."""
     out = []
     for name in getattr(task, "task_input_names", ()):
         arr = get_task_input_buffer(task.workload_key, name)
-        key = (task.workload_key, name, hashlib.sha1(arr.tobytes()).hexdigest())
-        path = written.get(key)
-        if path is None:
-            path = os.path.join(directory, f"{key[2][:20]}_{len(written)}.npy")
-            with open(path, "wb") as f:
+        key = (task.workload_key, name)
+        hit = written.get(key)
+        if hit is None or hit[0] is not arr:
+            fd, path = tempfile.mkstemp(dir=directory, prefix="input_", suffix=".npy")
+            with os.fdopen(fd, "wb") as f:
                 np.save(f, arr, allow_pickle=False)
-            written[key] = path
-        out.append((name, path))
+            hit = written[key] = (arr, path)
+        out.append((name, hit[1]))
     return tuple(out)
 
 
