@@ -43,6 +43,7 @@ from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, Se
 from .search.policy import EmptyPolicy, SearchParams, SketchPolicy
 from .state import State
 from .task import HardwareParams, SearchTask
+from .task_inputs import register_task_input_check_func
 from .task_scheduler import (
     LogEstimatedLatency,
     PrintTableInfo,
@@ -64,6 +65,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "RecordReader", "recover_measure_input", "feature",
+           "register_task_input_check_func",
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
            "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",

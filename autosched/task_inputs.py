@@ -10,9 +10,10 @@ Invariants (TVM's semantics where it has them):
   already registered keeps its data unless ``overwrite``; ``save_to_file`` also writes
   it to ``DEFAULT_DIRECTORY`` as ``.npy`` (no pickle), where ``get_task_input_buffer``
   finds it in a later process (a resumed tuning run);
-- here a name must be the name of one placeholder of the task, with its shape and dtype
-  (TVM also matches names through registered check functions, which are not
-  supported: an unknown name is an error, never silently random data);
+- a name names an argument of the task: a placeholder of that name (when no other has
+  it), or what a registered check function (``register_task_input_check_func``) maps to
+  it, as TVM's ``prepare_input_map``; a name that names none, or data of another shape
+  or dtype, is an error when the task is made, never silently random data;
 - the runner hands the data to its worker as an ``.npy`` file it writes once per
   registered array (in a directory it removes when it closes); the worker loads each
   file once and copies it into the candidate's argument.
@@ -29,11 +30,13 @@ from compiler.te.tensor import PlaceholderOp
 
 from .errors import AutoSchedError
 
-__all__ = ["register_task_input_buffer", "get_task_input_buffer", "DEFAULT_DIRECTORY"]
+__all__ = ["register_task_input_buffer", "get_task_input_buffer",
+           "register_task_input_check_func", "DEFAULT_DIRECTORY"]
 
 DEFAULT_DIRECTORY = "~/.cache/tensor-autosched/task_inputs"
 _TABLE: dict = {}        # workload key -> {name: read-only np.ndarray}
 _LOADED: dict = {}       # in a run worker: file path -> array
+_CHECK_FUNCS: dict = {}  # name -> f(args) -> {tensor: input name}
 
 
 class TaskInputError(AutoSchedError):
@@ -93,33 +96,76 @@ def get_task_input_buffer(workload_key: str, input_name: str) -> np.ndarray:
                          "task_inputs=...)")
 
 
-def check_task_inputs(tensors, names) -> None:
-    """Each name is one placeholder of ``tensors`` with the registered data's shape and
-    dtype (``names``: {name: array})."""
-    placeholders: dict = {}
+def register_task_input_check_func(func_name, f=None, override: bool = False):
+    """TVM's decorator: register ``f(args) -> {tensor: input name}``, which names the
+    arguments of a task (its ComputeDAG's tensors) that task inputs replace; used as
+    ``@register_task_input_check_func`` or with a name.  A name registered twice raises
+    unless ``override``."""
+    if callable(func_name):
+        f, func_name = func_name, getattr(func_name, "__name__", repr(func_name))
+    if not isinstance(func_name, str):
+        raise TaskInputError(f"register_task_input_check_func({func_name!r}): expected a "
+                             "function or its name")
+
+    def register(fn):
+        if func_name in _CHECK_FUNCS and not override:
+            raise TaskInputError(f"task input check function {func_name!r} is already "
+                                 "registered (override=True replaces it)")
+        _CHECK_FUNCS[func_name] = fn
+        return fn
+    return register(f) if f is not None else register
+
+
+def input_positions(tensors) -> dict:
+    """{input name: argument positions} of a task's arguments ``tensors``: a placeholder
+    is named by its op name when no other placeholder has it, then the registered check
+    functions name arguments (overriding), as TVM's ``prepare_input_map``."""
+    counts: dict = {}
     for t in tensors:
         if isinstance(t.op, PlaceholderOp):
-            placeholders.setdefault(t.op.name, []).append(t)
+            counts[t.op.name] = counts.get(t.op.name, 0) + 1
+    named = {k: t.op.name for k, t in enumerate(tensors)
+             if isinstance(t.op, PlaceholderOp) and counts[t.op.name] == 1}
+    index = {id(t): k for k, t in enumerate(tensors)}
+    for fn in _CHECK_FUNCS.values():
+        for t, name in fn(list(tensors)).items():
+            if id(t) in index:
+                named[index[id(t)]] = name
+    out: dict = {}
+    for k, name in sorted(named.items()):
+        out.setdefault(name, []).append(k)
+    return out
+
+
+def check_task_inputs(tensors, names) -> None:
+    """Each name names an argument of ``tensors`` (``input_positions``) whose shape and
+    dtype are the data's (``names``: {name: array})."""
+    positions = input_positions(tensors)
     for name, arr in names.items():
-        found = placeholders.get(name, [])
-        if len(found) != 1:
-            what = "no placeholder" if not found else f"{len(found)} placeholders"
-            raise TaskInputError(f"task input {name!r}: the task has {what} of that name "
-                                 f"(placeholders: {sorted(placeholders)}); a task input "
-                                 "names the placeholder it replaces")
-        t = found[0]
-        shape = tuple(int(d) for d in t.shape)
-        if arr.shape != shape or arr.dtype != np.dtype(t.dtype):
-            raise TaskInputError(f"task input {name!r}: data {arr.shape} {arr.dtype}, but "
-                                 f"the placeholder is {shape} {t.dtype}")
+        if name not in positions:
+            raise TaskInputError(f"task input {name!r}: no argument of the task has that "
+                                 f"name (named: {sorted(positions)}); a task input names "
+                                 "the placeholder it replaces, or a registered check "
+                                 "function maps it")
+        for k in positions[name]:
+            t = tensors[k]
+            shape = tuple(int(d) for d in t.shape)
+            if arr.shape != shape or arr.dtype != np.dtype(t.dtype):
+                raise TaskInputError(f"task input {name!r}: data {arr.shape} {arr.dtype}, "
+                                     f"but the placeholder is {shape} {t.dtype}")
 
 
 def files_for(task, directory: str, written: dict) -> tuple:
-    """``((name, path), ...)`` of ``task``'s inputs, each written once to ``directory``
-    (``written``: the caller's {(workload key, name): (array, path)} memo; a registered
-    array is read-only and replaced, never changed, so the array object decides)."""
-    out = []
-    for name in getattr(task, "task_input_names", ()):
+    """``((argument position, path), ...)`` of ``task``'s inputs, each written once to
+    ``directory`` (``written``: the caller's {(workload key, name): (array, path)} memo;
+    a registered array is read-only and replaced, never changed, so the array object
+    decides)."""
+    names = getattr(task, "task_input_names", ())
+    if not names:
+        return ()
+    positions = input_positions(task.compute_dag.tensors)
+    out: list = []
+    for name in names:
         arr = get_task_input_buffer(task.workload_key, name)
         key = (task.workload_key, name)
         hit = written.get(key)
@@ -128,23 +174,20 @@ def files_for(task, directory: str, written: dict) -> tuple:
             with os.fdopen(fd, "wb") as f:
                 np.save(f, arr, allow_pickle=False)
             hit = written[key] = (arr, path)
-        out.append((name, hit[1]))
+        out.extend((k, name, hit[1]) for k in positions.get(name, ()))
     return tuple(out)
 
 
 def load_into(meta, arrays, fixed) -> None:
-    """In a run worker: copy each fixed input file into the argument of that name."""
-    by_name = dict(fixed)
-    for p, arr in zip(meta.params, arrays):
-        path = by_name.get(p.name)
-        if path is None:
-            continue
+    """In a run worker: copy each fixed input file into the argument at its position."""
+    for k, name, path in fixed:
         data = _LOADED.get(path)
         if data is None:
             data = _LOADED[path] = np.load(path, allow_pickle=False)
+        p = meta.params[k]
         if data.shape != tuple(p.shape) or data.dtype != p.np_dtype:
             raise TaskInputError(
-                f"task input {p.name!r} is {data.shape} {data.dtype}, but the candidate's "
-                f"parameter is {tuple(p.shape)} {p.np_dtype} (a rewritten layout? tune "
-                "the task with layout_rewrite_option=NO_REWRITE)")
-        arr[...] = data
+                f"task input {name!r} is {data.shape} {data.dtype}, but the candidate's "
+                f"parameter {p.name!r} is {tuple(p.shape)} {p.np_dtype} (a rewritten "
+                "layout? tune the task with layout_rewrite_option=NO_REWRITE)")
+        arrays[k][...] = data

@@ -80,13 +80,14 @@ def test_data_that_no_longer_fits_is_a_measurement_error_naming_the_input():
     finally:
         TI.register_task_input_buffer(task.workload_key, "idx", REVERSED, overwrite=True)
     assert res.error_no == int(auto.measure.MeasureErrorNo.RUNTIME_DEVICE)
-    assert "task input 'idx' is (8,) int32, but the candidate's parameter is (64,) int32" \
-        in res.error_msg
+    assert "task input 'idx' is (8,) int32, but the candidate's parameter 'idx' is (64,) " \
+        "int32" in res.error_msg
 
 
 def test_the_worker_places_the_file_in_the_named_argument(tmp_path):
     task = make_task(task_inputs={"idx": REVERSED}, task_inputs_overwrite=True)
     fixed = TI.files_for(task, str(tmp_path), {})
+    assert [(k, name) for k, name, _ in fixed] == [(1, "idx")]
     _obj, metas = reversed_reference(task)
     arrays = _arguments(metas[0], 0, fixed)
     np.testing.assert_array_equal(arrays[1], REVERSED)
@@ -109,8 +110,8 @@ def test_registry_keeps_the_first_data_unless_overwritten_and_reads_saved_files(
 
 
 @pytest.mark.parametrize("inputs, message", [
-    ({"index": REVERSED}, r"task input 'index': the task has no placeholder of that name "
-                          r"\(placeholders: \['data', 'idx'\]\)"),
+    ({"index": REVERSED}, r"task input 'index': no argument of the task has that name "
+                          r"\(named: \['data', 'idx'\]\)"),
     ({"idx": REVERSED[:4]}, r"task input 'idx': data \(4,\) int32, but the placeholder is "
                             r"\(64,\) int32"),
     ({"idx": REVERSED.astype("int64")}, r"data \(64,\) int64, but the placeholder is "
@@ -133,3 +134,32 @@ def test_records_name_the_task_inputs(tmp_path):
     assert rec.input.task_input_names == ("idx",)
     inp, _ = next(auto.load_records(log))
     assert inp.task.task_input_names == ("idx",)
+
+
+@auto.register_workload("task_inputs_unnamed", override=True)
+def unnamed(n):
+    data = te.placeholder((n,))                       # both named "placeholder"
+    idx = te.placeholder((n,), dtype="int32")
+    out = te.compute((n,), lambda i: data[idx[i]], name="out")
+    return [data, idx, out]
+
+
+def test_a_check_function_names_arguments_that_share_a_placeholder_name():
+    def make():
+        return auto.SearchTask(func="task_inputs_unnamed", args=(N,),
+                               task_inputs={"gather_idx": REVERSED},
+                               task_inputs_overwrite=True)
+    with pytest.raises(TI.TaskInputError, match=r"'gather_idx': no argument of the task "
+                                                r"has that name \(named: \[\]\)"):
+        make()
+
+    @TI.register_task_input_check_func
+    def int_placeholders(args):
+        return {t: "gather_idx" for t in args[:-1] if t.dtype == "int32"}
+    try:
+        task = make()
+        assert TI.input_positions(task.compute_dag.tensors) == {"gather_idx": [1]}
+        with pytest.raises(TI.TaskInputError, match="'int_placeholders' is already registered"):
+            TI.register_task_input_check_func(int_placeholders)
+    finally:
+        TI._CHECK_FUNCS.pop("int_placeholders")
