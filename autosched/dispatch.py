@@ -36,12 +36,13 @@ import warnings
 
 from compiler.relay.backend.dispatch import pop_provider, push_provider
 from compiler.target import parse_target
-from records import Record, load_records, target_matches
+from records import MeasureInputRecord, Record, load_records, target_matches
 
 from .compute_dag import ComputeDAG
 from .default_state import default_state
 from .defaults import has_default_schedule, register_default_schedule
 from .layout_rewrite import LayoutRewriteOption, replay_rewritten
+from .measure_record import as_record
 from .steps import serialize
 from .steps.registry import check_state
 from .task import SearchTask
@@ -126,19 +127,18 @@ class ApplyHistoryBest(DispatchContext):
                 self._load(load_records(src), n_lines)
             elif isinstance(src, Record):
                 self._add(src)
-            elif isinstance(src, tuple) and len(src) == 2:   # (inp, res) pairs, as TVM
-                self._add(Record(*src))
-            else:
+            elif isinstance(src, tuple) and len(src) == 2:   # one (inp, res) pair
+                self._add(_record_of(src))
+            elif hasattr(src, "__iter__"):
                 self._load(src, n_lines)
+            else:
+                _record_of(src)           # raises, naming what it got
 
     def _load(self, records, n_lines) -> None:
         for k, rec in enumerate(records):
             if n_lines is not None and k >= n_lines:
                 break
-            if not isinstance(rec, Record):
-                raise TypeError(f"ApplyHistoryBest: expected log paths or Records, got "
-                                f"{type(rec).__name__}")
-            self._add(rec)
+            self._add(_record_of(rec))
 
     def _add(self, rec: Record) -> None:
         if not rec.is_valid:
@@ -251,6 +251,21 @@ class ApplyHistoryBest(DispatchContext):
 
     def __repr__(self) -> str:
         return f"ApplyHistoryBest({len(self._groups)} workloads, {self._n} valid records)"
+
+
+def _record_of(item) -> Record:
+    """A Record, or the Record of an (input, result) pair (TVM passes
+    ``load_records(log)``'s pairs, or a run's MeasureInputs and MeasureResults)."""
+    if isinstance(item, Record):
+        return item
+    if isinstance(item, tuple) and len(item) == 2:
+        inp, res = item
+        if isinstance(inp, MeasureInputRecord):
+            return Record(inp, res)
+        if hasattr(inp, "task") and hasattr(res, "costs"):
+            return as_record(inp, res)
+    raise TypeError(f"ApplyHistoryBest: expected log paths, Records or (MeasureInput, "
+                    f"MeasureResult) pairs, got {type(item).__name__}")
 
 
 def _prune(groups: dict) -> None:

@@ -39,7 +39,7 @@ from .task import HardwareParams, SearchTask
 from .workload import workload_key_to_tensors
 
 __all__ = ["RecordReader", "load_records", "save_records", "load_best_record",
-           "LoggedTask", "LoggedMeasureInput", "recover_measure_input"]
+           "LoggedTask", "LoggedMeasureInput", "recover_measure_input", "as_record"]
 
 
 def _hardware_params(rec_input: MeasureInputRecord) -> HardwareParams | None:
@@ -155,6 +155,14 @@ def load_records(filename):
     return iter(RecordReader(filename))
 
 
+def as_record(inp, res) -> Record:
+    """The Record of an (input, result) pair: a logged input keeps its recorded steps and
+    seed, a MeasureInput is encoded from its state."""
+    if isinstance(inp, LoggedMeasureInput):
+        return Record(inp.record.input, serialize.encode_result(res))
+    return serialize.encode_record(inp, res)
+
+
 def save_records(filename, inputs, results) -> None:
     """TVM's ``save_records``: append one record per (input, result) pair to
     ``filename``.  A pair read from a log is written with its recorded steps and seed."""
@@ -162,10 +170,7 @@ def save_records(filename, inputs, results) -> None:
     if len(inputs) != len(results):
         raise ValueError(f"save_records: {len(inputs)} inputs but {len(results)} results; "
                          "expected one result per input")
-    recs = [Record(inp.record.input, serialize.encode_result(res))
-            if isinstance(inp, LoggedMeasureInput) else serialize.encode_record(inp, res)
-            for inp, res in zip(inputs, results)]
-    _save(os.fspath(filename), recs)
+    _save(os.fspath(filename), [as_record(inp, res) for inp, res in zip(inputs, results)])
 
 
 def recover_measure_input(inp, rebuild_state: bool = False):

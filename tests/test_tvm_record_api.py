@@ -213,3 +213,18 @@ def test_records_of_another_device_are_skipped_with_a_warning(two_task_log, tmp_
     _retarget(path, gpu_log, "cuda -keys=cuda,gpu -arch=sm_75")
     with pytest.warns(UserWarning, match=r"skipping the records of target 'cuda -keys"):
         assert list(auto.load_records(gpu_log)) == []
+
+
+def test_apply_history_best_takes_tvm_pairs_as_well_as_paths(two_task_log):
+    path, inputs, results = two_task_log
+    key, target = inputs[0].task.workload_key, inputs[0].task.target
+
+    def ranked(ctx):
+        return [r.input.steps for r in ctx.candidates(target, key)]
+    from_path = ranked(auto.ApplyHistoryBest(str(path)))
+    assert len(from_path) == 5
+    assert ranked(auto.ApplyHistoryBest(auto.load_records(path))) == from_path
+    assert ranked(auto.ApplyHistoryBest(list(zip(inputs, results)))) == from_path
+    with pytest.raises(TypeError, match=r"expected log paths, Records or \(MeasureInput, "
+                                        r"MeasureResult\) pairs, got int"):
+        auto.ApplyHistoryBest([3])
