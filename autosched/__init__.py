@@ -18,6 +18,7 @@ from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
 from .dispatch import ApplyHistoryBest, DispatchContext
+from .dispatch_sample import ApplyHistoryBestOrSample
 from .errors import AutoSchedError, InvalidStepError, WorkloadError
 from .layout_rewrite import LayoutRewriteOption, LayoutTransform
 from .measure.builder import BuildCutoff, LocalBuilder
@@ -67,7 +68,8 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "RecordReader", "recover_measure_input", "feature",
            "register_task_input_check_func",
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
-           "ApplyHistoryBest", "DispatchContext", "register_workload_tensors",
+           "ApplyHistoryBest", "ApplyHistoryBestOrSample", "DispatchContext",
+           "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "SearchCallback", "PreloadMeasuredStates", "PreloadCustomSketchRule",
            "LayoutRewriteOption",

@@ -8,6 +8,7 @@ missing, stale and foreign-target records fall back, counted, without an excepti
 import importlib
 import json
 import logging
+import os
 import random
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import autosched as auto
 import compiler
 from autosched import catalog
 from autosched import dispatch as D
+from autosched.cost_model.base import CostModelError
 from autosched.default_state import default_state
 from autosched.defaults import measure_default_costs
 from autosched.relay_integration import write_task_table
@@ -384,3 +386,61 @@ def test_dispatch_memory_is_bounded_per_workload(net):
     assert repr(base.input.steps) in groups             # the re-timed state survives
     assert repr(recs[0].input.steps) in groups          # and the cheapest other
     assert ctx.candidates("llvm", base.input.workload_key)[0].input.steps == base.input.steps
+
+
+# ---------------------------------------------------------------- ApplyHistoryBestOrSample
+# The net's groups with a reduction (TVM's "complex op"): the conv and the dense, which
+# are its tasks, and the global pooling.
+
+def test_or_sample_builds_untuned_groups_with_sampled_schedules(net, tmp_path):
+    mod, tasks, x, expected = net
+    log = tmp_path / "one.json"
+    save_records(log, [sampled_record(tasks[0])])
+    ctx = auto.ApplyHistoryBestOrSample(str(log))
+    lib = build(mod, ctx=ctx)
+    # the logged conv as ApplyHistoryBest answers it; the dense and the pooling sampled
+    assert ctx.samples == 2 and tasks[1].workload_key in ctx._sampled
+    assert tasks[0].workload_key not in ctx._sampled
+    assert lib.stats["tuned_groups"] == 3 and lib.stats["fallback_groups"] == 0
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+    again = build(mod, ctx=ctx)                       # sampled once per workload
+    assert ctx.samples == 2 and again.stats["tuned_groups"] == 3
+    # groups without a reduction keep the default schedule unless asked
+    relu = relay.nn.relu(relay.var("data", shape=(1, 64)))
+    relu_mod = relay.IRModule.from_expr(relay.Function(relay.analysis.free_vars(relu), relu))
+    plain = auto.ApplyHistoryBestOrSample([])
+    build(relu_mod, ctx=plain)
+    every = auto.ApplyHistoryBestOrSample([], sample_simple_workloads=True)
+    build(relu_mod, ctx=every)
+    assert plain.samples == 0 and every.samples == 1
+
+
+def test_or_sample_measures_when_asked_and_uses_the_best_measured(net):
+    mod, tasks, x, expected = net
+    ctx = auto.ApplyHistoryBestOrSample([], num_measure=2)
+    lib = build(mod, ctx=ctx)
+    assert ctx.samples == 3 and {t.workload_key for t in tasks} <= set(ctx.workload_keys)
+    assert sorted(os.listdir(ctx.log_dir)) == [f"sampled_{k}.json" for k in (1, 2, 3)]
+    # every sampled group was measured, so its records answer, not an unmeasured sample
+    assert all(state is None for state in ctx._sampled.values())
+    assert lib.stats["tuned_groups"] == 3
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_or_sample_ranks_samples_with_a_saved_cost_model(net, tmp_path):
+    _mod, tasks, _x, _expected = net
+    task = tasks[1]
+    states = auto.SketchPolicy(task, seed=0, verbose=0).sample_initial_population(40)
+    model = auto.XGBModel(seed=0, prior=None)
+    model.update([auto.MeasureInput(task, s) for s in states],
+                 [auto.MeasureResult([1e-3 * (1 + k % 5)], 0, "", 0.1, 1.0) for k in range(40)])
+    model.train()
+    path = tmp_path / "model.json"
+    model.save(str(path))
+    ctx = auto.ApplyHistoryBestOrSample([], cost_model_file=path)
+    assert isinstance(ctx.cost_model, auto.XGBModel) and ctx.cost_model.booster is not None
+    got = ctx.query(compiler.target.Target("llvm"), task.workload_key,
+                    task.compute_dag.tensors)
+    assert got is not None and ctx.samples == 1
+    with pytest.raises(CostModelError, match="XGBModel.load: cannot read .*missing.json"):
+        auto.ApplyHistoryBestOrSample([], cost_model_file=tmp_path / "missing.json")
