@@ -86,8 +86,8 @@ def _featurize(states, tasks, skip: int, cols) -> np.ndarray:
                 rows = None
         if rows is None:
             rows = np.zeros((1, n_cols), dtype=np.float32)
-        elif cols is not None:
-            rows = rows[:, cols]
+        else:       # the extractor's memoized rows are read-only: the caller gets a copy
+            rows = rows[:, cols] if cols is not None else rows.copy()
         out[i] = rows
     return out
 

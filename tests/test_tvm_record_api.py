@@ -137,6 +137,7 @@ def test_features_from_pairs_are_the_cost_models_rows_with_tvms_throughputs(two_
     for rows, inp in zip(f, inputs):
         assert rows.dtype == np.float32 and rows.shape[1] == feature.DEFAULT_FEATURE_VEC_LEN
         np.testing.assert_array_equal(rows, ex.featurize(inp.state))
+        assert rows.flags.writeable            # the caller's own copy
     assert ids.tolist() == [0] * 6 + [1] * 3
     np.testing.assert_allclose(tp, [0.5, 1.0, 0.25, 0.0, 0.8, 0.125, 0.5, 0.25, 1.0])
     # the same from the file, and from the states
