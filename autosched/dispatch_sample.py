@@ -62,7 +62,7 @@ class ApplyHistoryBestOrSample(ApplyHistoryBest):
             model = XGBModel(prior=None)
             model.load(os.fspath(cost_model_file))
             self.cost_model = model
-        self.log_dir = tempfile.mkdtemp(prefix="autosched-sampled-")
+        self.log_dir: str | None = None    # made when a sample is first measured
         self._sampled: dict = {}       # workload key -> sampled state (or None)
         self.samples = 0
 
@@ -78,7 +78,11 @@ class ApplyHistoryBestOrSample(ApplyHistoryBest):
                 return super()._replay_best(target, workload_key, tensors, const_inputs,
                                             rewrite)
         state = self._sampled[workload_key]
-        return None if state is None else _replay(dag, state, ())
+        if state is None:
+            return None
+        self.queries += 1
+        self.hits += 1
+        return _replay(dag, state, ())
 
     def _sample(self, target, workload_key: str, dag: ComputeDAG):
         """Measure ``num_measure`` candidates into this context's log and load them, or
@@ -88,6 +92,8 @@ class ApplyHistoryBestOrSample(ApplyHistoryBest):
         policy = SketchPolicy(task, self.cost_model, params=SAMPLE_PARAMS, seed=0,
                               verbose=0)
         if self.num_measure > 0:
+            if self.log_dir is None:
+                self.log_dir = tempfile.mkdtemp(prefix="autosched-sampled-")
             log = os.path.join(self.log_dir, f"sampled_{self.samples}.json")
             task.tune(TuningOptions(num_measure_trials=self.num_measure, verbose=0,
                                     measure_callbacks=[RecordToFile(log)]), policy)

@@ -400,7 +400,8 @@ def test_or_sample_builds_untuned_groups_with_sampled_schedules(net, tmp_path):
     lib = build(mod, ctx=ctx)
     # the logged conv as ApplyHistoryBest answers it; the dense and the pooling sampled
     assert ctx.samples == 2 and tasks[1].workload_key in ctx._sampled
-    assert tasks[0].workload_key not in ctx._sampled
+    assert tasks[0].workload_key not in ctx._sampled and ctx.log_dir is None
+    assert ctx.hits == 3                              # one logged, two sampled
     assert lib.stats["tuned_groups"] == 3 and lib.stats["fallback_groups"] == 0
     np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-4)
     again = build(mod, ctx=ctx)                       # sampled once per workload
@@ -420,6 +421,7 @@ def test_or_sample_measures_when_asked_and_uses_the_best_measured(net):
     ctx = auto.ApplyHistoryBestOrSample([], num_measure=2)
     lib = build(mod, ctx=ctx)
     assert ctx.samples == 3 and {t.workload_key for t in tasks} <= set(ctx.workload_keys)
+    assert ctx.log_dir is not None
     assert sorted(os.listdir(ctx.log_dir)) == [f"sampled_{k}.json" for k in (1, 2, 3)]
     # every sampled group was measured, so its records answer, not an unmeasured sample
     assert all(state is None for state in ctx._sampled.values())
