@@ -25,7 +25,7 @@ import os
 import warnings
 
 from compiler.errors import CompilerError
-from records import MeasureInputRecord, MeasureResultRecord, Record, target_matches
+from records import MeasureInputRecord, Record, target_matches
 from records import RecordReader as _Lines
 from records import save_records as _save
 
@@ -142,12 +142,7 @@ class RecordReader:
                 task = self._tasks[key] = err
         if isinstance(task, CompilerError):
             return None
-        return LoggedMeasureInput(task, rec), result_of(rec.result)
-
-
-def result_of(r: MeasureResultRecord) -> MeasureResult:
-    """The MeasureResult of a record's result part."""
-    return MeasureResult(list(r.costs), r.error_no, "", r.all_cost, r.timestamp)
+        return LoggedMeasureInput(task, rec), MeasureResult.from_record(rec.result)
 
 
 def load_records(filename):
@@ -220,7 +215,7 @@ def load_best_record(log_file, workload_key: str, target=None):
                           f"longer applies ({type(err).__name__}: {err}); trying the next "
                           "best", stacklevel=2)
             continue
-        return MeasureInput(task, state), result_of(rec.result)
+        return MeasureInput(task, state), MeasureResult.from_record(rec.result)
     if valid:
         raise AutoSchedError(f"load_best_record: none of the {len(valid)} valid records of "
                              f"workload {workload_key} in {log_file} replays on its task")

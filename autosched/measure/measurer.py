@@ -136,6 +136,11 @@ class MeasureResult:
         return cls([FAILURE_COST], error_no, error_msg, all_cost,
                    time.time() if timestamp is None else timestamp)
 
+    @classmethod
+    def from_record(cls, r) -> MeasureResult:
+        """The MeasureResult of a log record's result part (a MeasureResultRecord)."""
+        return cls(list(r.costs), r.error_no, "", r.all_cost, r.timestamp)
+
     @property
     def is_valid(self) -> bool:
         return self.error_no == MeasureErrorNo.NO_ERROR

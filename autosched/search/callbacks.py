@@ -44,9 +44,8 @@ def preload(policy, log: str) -> int:
             state = serialize.state_from_record(policy.task, rec)
         except InvalidStepError:
             continue
-        r = rec.result
         inputs.append(MeasureInput(policy.task, state))
-        results.append(MeasureResult(list(r.costs), r.error_no, "", r.all_cost, r.timestamp))
+        results.append(MeasureResult.from_record(rec.result))
     if inputs:
         policy.record_measured(inputs, results)
     return len(inputs)
