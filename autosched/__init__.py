@@ -31,6 +31,7 @@ from .measure.measurer import (
     ProgramMeasurer,
     RecordToFile,
 )
+from .measure.rpc import LocalRPCMeasureContext, RPCRunner
 from .measure.runner import LocalRunner, RunCutoff
 from .measure_record import (
     RecordReader,
@@ -62,7 +63,8 @@ from .workload import (
 __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_workload",
            "make_workload_key", "workload_key_to_tensors", "TuningOptions", "TuneStats",
            "SketchPolicy", "EmptyPolicy", "SearchParams", "RandomModel", "XGBModel", "LocalBuilder",
-           "BuildCutoff", "LocalRunner", "RunCutoff", "DaskBuilder", "DaskRunner", "ClusterError",
+           "BuildCutoff", "LocalRunner", "RunCutoff", "RPCRunner", "LocalRPCMeasureContext",
+           "DaskBuilder", "DaskRunner", "ClusterError",
            "ProgramMeasurer", "RecordToFile", "MeasureCallback", "MeasureInput",
            "MeasureResult", "BuildResult", "load_records", "save_records", "load_best_record",
            "RecordReader", "recover_measure_input", "feature",

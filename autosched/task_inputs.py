@@ -155,6 +155,17 @@ def check_task_inputs(tensors, names) -> None:
                                      f"but the placeholder is {shape} {t.dtype}")
 
 
+def arrays_for(task) -> tuple:
+    """``((argument position, name, array), ...)`` of ``task``'s inputs (for runners that
+    send the data themselves, e.g. over RPC)."""
+    names = getattr(task, "task_input_names", ())
+    if not names:
+        return ()
+    positions = input_positions(task.compute_dag.tensors)
+    return tuple((k, name, get_task_input_buffer(task.workload_key, name))
+                 for name in names for k in positions.get(name, ()))
+
+
 def files_for(task, directory: str, written: dict) -> tuple:
     """``((argument position, path), ...)`` of ``task``'s inputs, each written once to
     ``directory`` (``written``: the caller's {(workload key, name): (array, path)} memo;

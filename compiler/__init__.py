@@ -7,7 +7,7 @@
 ``compiler.register_func`` / ``get_global_func`` (packed functions for ``tir.call_packed``).
 Importing it imports topi, which gives te tensors their arithmetic operators.
 """
-from . import contrib, errors, nd, relay, runtime, target, te, testing, tir, topi, transform
+from . import contrib, errors, nd, relay, rpc, runtime, target, te, testing, tir, topi, transform
 from .build import build, build_object, lower
 from .errors import BuildError, CodegenError, CompilerError, LoweringError, ScheduleError, TEError
 from .relay.module import IRModule
@@ -15,8 +15,8 @@ from .runtime.ndarray import Device, cpu, device
 from .runtime.packed import get_global_func, register_func
 from .target import Target, parse_target
 
-__all__ = ["te", "tir", "topi", "target", "testing", "relay", "runtime", "transform", "contrib",
-           "nd", "errors", "lower",
+__all__ = ["te", "tir", "topi", "target", "testing", "relay", "rpc", "runtime", "transform",
+           "contrib", "nd", "errors", "lower",
            "build", "build_object", "IRModule", "Device", "cpu", "device", "Target",
            "parse_target", "CompilerError", "TEError", "ScheduleError", "LoweringError",
            "CodegenError", "BuildError", "register_func", "get_global_func"]

@@ -21,10 +21,10 @@ PACKAGES = ("compiler", "autosched", "records")
 
 FLOORS = {"errors": 0, "transform": 0, "target": 0, "tir": 0,
           "te": 1, "passes": 1, "runtime": 1, "nd": 2,
-          "schedule": 2, "codegen": 2,
+          "schedule": 2, "codegen": 2, "rpc": 2,
           "topi": 3,
           "build": 4,
-          "relay": 5, "contrib": 5, "testing": 5}
+          "relay": 5, "contrib": 5, "testing": 5, "exec": 5}
 
 
 def _modules(pkg, root=ROOT):

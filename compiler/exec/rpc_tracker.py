@@ -1,0 +1,34 @@
+"""``python -m compiler.exec.rpc_tracker --port 9190``: start an RPC tracker (see
+``compiler.rpc.tracker``); it prints its address as JSON, then serves."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..rpc import protocol
+from ..rpc.tracker import serve_tracker
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m compiler.exec.rpc_tracker",
+                                 description="Hand free RPC servers to clients, by key.")
+    ap.add_argument("--host", default="0.0.0.0")
+    ap.add_argument("--port", type=int, default=9190)
+    ap.add_argument("--port-end", type=int, default=9199)
+    ap.add_argument("--die-with-parent", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.die_with_parent:
+        protocol.die_with_parent()
+    try:
+        serve_tracker(args.host, args.port, args.port_end,
+                      announce=lambda text: print(text, flush=True))
+    except protocol.RPCError as e:
+        print(f"rpc_tracker: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

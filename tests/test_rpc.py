@@ -1,0 +1,269 @@
+"""RPC measurement: the tracker, servers and sessions (``compiler.rpc``) and the runner
+that measures through them (``RPCRunner``, ``LocalRPCMeasureContext``).
+
+Kernels are real (a matmul checked against numpy) or hand-written LLVM IR that crashes
+or hangs; the tracker and server are real processes on this machine."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import autosched as auto
+import compiler
+from autosched import catalog  # noqa: F401  (registers the built-in workloads)
+from autosched.measure import BuildResult, MeasureErrorNo, MeasureInput, RPCRunner
+from autosched.task_inputs import register_task_input_buffer
+from compiler import rpc, te
+from compiler.runtime import compile_ir
+from records import FAILURE_COST
+
+N = 64
+KEY = "test-rpc"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    tracker = rpc.Tracker(host="127.0.0.1", port=9400, port_end=9600, silent=True)
+    server = rpc.Server(host="127.0.0.1", port=tracker.port + 1, port_end=9600,
+                        tracker_addr=("127.0.0.1", tracker.port), key=KEY, silent=True)
+    ts = rpc.connect_tracker("127.0.0.1", tracker.port)
+    deadline = time.monotonic() + 30
+    while not ts.summary()["servers"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield tracker, server, ts
+    ts.close()
+    server.terminate()
+    tracker.terminate()
+
+
+def _matmul_module(tmp_path):
+    A = te.placeholder((N, N), name="A")
+    B = te.placeholder((N, N), name="B")
+    k = te.reduce_axis((0, N), name="k")
+    C = te.compute((N, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    path = str(tmp_path / "mm.o")
+    compiler.build(s, [A, B, C], "llvm").save(path)
+    return path
+
+
+def _hand_kernel(name: str, body: str):
+    ir = f"define void @{name}(ptr %A, ptr %B, ptr %C) {{\n{body}\n}}\n"
+    shape = (N, N)
+    metas = [(name, [("A", shape, "float32", False), ("B", shape, "float32", False),
+                     ("C", shape, "float32", True)])]
+    return compile_ir(ir, "llvm", cache=None), metas
+
+
+CRASH_BODY = "entry:\n  store volatile float 0.0, ptr null\n  ret void"
+HANG_BODY = ("entry:\n  br label %loop\nloop:\n  %v = load volatile float, ptr %A\n"
+             "  br label %loop")
+
+
+def test_session_uploads_loads_calls_and_times_a_kernel(cluster, tmp_path):
+    _tracker, _server, ts = cluster
+    with ts.request(KEY, timeout=10) as sess:
+        assert ts.summary()["servers"][0]["free"] is False      # handed to us
+        sess.upload(_matmul_module(tmp_path))
+        mod = sess.load_module("mm.o")
+        rng = np.random.default_rng(0)
+        a, b = rng.random((N, N), dtype=np.float32), rng.random((N, N), dtype=np.float32)
+        ra, rb, rc = sess.array(a), sess.array(b), sess.empty((N, N), "float32")
+        mod(ra, rb, rc)
+        np.testing.assert_allclose(rc.numpy(), a @ b, rtol=1e-5)
+        res = mod.time_evaluator(mod.entry_name, sess.cpu(0), number=2, repeat=3)(ra, rb, rc)
+        assert len(res.results) == 3 and all(r > 0 for r in res.results)
+        rc.copyfrom(np.ones((N, N), np.float32))
+        assert rc.numpy().sum() == N * N
+    deadline = time.monotonic() + 10
+    while not ts.summary()["servers"][0]["free"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ts.summary()["servers"][0]["free"] is True          # back after the session
+
+
+def test_remote_errors_name_the_problem(cluster):
+    _tracker, server, ts = cluster
+    with ts.request(KEY, timeout=10) as sess:
+        with pytest.raises(rpc.RPCError, match="'nothing.o' was not uploaded"):
+            sess.load_module("nothing.o")
+        with pytest.raises(rpc.RPCError, match="expected a plain file name"):
+            sess.upload(b"x", "../escape")
+        with pytest.raises(rpc.RPCError, match="handle 999 is not a live ndarray"):
+            sess.request({"op": "download", "handle": 999})
+        with pytest.raises(rpc.RPCError, match="unknown RPC request 'pickle'"):
+            sess.request({"op": "pickle"})
+        sess.request({"op": "ping"})                                # still usable
+    with pytest.raises(rpc.RPCError, match="refused the session: this RPC server has key"):
+        rpc.connect("127.0.0.1", server.port, key="another-key")
+    with pytest.raises(rpc.RPCError, match="no free RPC server with key 'missing'"):
+        ts.request("missing", timeout=0.2)
+    with pytest.raises(rpc.RPCError, match="cannot connect to the RPC tracker"):
+        rpc.connect_tracker("127.0.0.1", 1)
+
+
+def test_a_crashing_kernel_ends_only_its_session(cluster):
+    _tracker, _server, ts = cluster
+    obj, metas = _hand_kernel("crash", CRASH_BODY)
+    sess = ts.request(KEY, timeout=10)
+    mod = sess.load_module(obj, metas)
+    args = [sess.empty((N, N)) for _ in range(3)]
+    with pytest.raises(rpc.RPCConnectionClosed, match="ended during 'call'"):
+        mod(*args)
+    assert not sess.is_open
+    with ts.request(KEY, timeout=10) as again:                     # the server lives on
+        again.request({"op": "ping"})
+
+
+def test_query_rpc_tracker_prints_the_queue(cluster):
+    tracker, _server, _ts = cluster
+    out = subprocess.run([sys.executable, "-m", "compiler.exec.query_rpc_tracker",
+                          "--port", str(tracker.port)], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    row = [line.split() for line in out.splitlines() if line.startswith(KEY)]
+    assert row and row[0][:2] == [KEY, "1"]
+
+
+# ---------------------------------------------------------------------- RPCRunner
+class _Task:
+    """What the runner reads of a task."""
+    workload_key = '["rpc_fake", 64]'
+    target = compiler.Target("llvm")
+
+
+def _built(obj_metas):
+    obj, metas = obj_metas
+    return BuildResult(obj, metas, 0, "", 0.01)
+
+
+def _real_matmul():
+    A = te.placeholder((N, N), name="A")
+    B = te.placeholder((N, N), name="B")
+    k = te.reduce_axis((0, N), name="k")
+    C = te.compute((N, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    func = compiler.lower(te.create_schedule(C.op), [A, B, C], name="mm")
+    obj, metas, _ = compiler.build_object(func, "llvm")
+    return obj, metas
+
+
+def test_rpc_runner_maps_crashes_and_hangs_to_error_codes(cluster):
+    tracker, _server, _ts = cluster
+    runner = RPCRunner(KEY, "127.0.0.1", tracker.port, timeout=1.5, number=2, repeat=2,
+                       min_repeat_ms=0, cutoff=None)     # the hard timeout, not a cut-off
+    with runner:
+        inputs = [MeasureInput(_Task(), None)] * 4
+        brs = [_built(_hand_kernel("crash", CRASH_BODY)), _built(_real_matmul()),
+               _built(_hand_kernel("hang", HANG_BODY)),
+               BuildResult.failed(MeasureErrorNo.BUILD_TIMEOUT, "slow build", 4.0)]
+        t0 = time.perf_counter()
+        results = runner.run(inputs, brs)
+        assert time.perf_counter() - t0 < 20
+    assert [r.error_no for r in results] == [MeasureErrorNo.RUNTIME_DEVICE, 0,
+                                             MeasureErrorNo.RUN_TIMEOUT,
+                                             MeasureErrorNo.BUILD_TIMEOUT]
+    assert "crashed" in results[0].error_msg and results[0].costs == [FAILURE_COST]
+    assert len(results[1].costs) == 2 and all(c > 0 for c in results[1].costs)
+    assert "timeout of 1.5 s" in results[2].error_msg
+    assert results[3].error_msg == "slow build"
+
+
+def test_rpc_runner_without_a_server_fails_the_candidates_clearly(cluster):
+    tracker, _server, _ts = cluster
+    runner = RPCRunner("nobody", "127.0.0.1", tracker.port, request_timeout=0.2)
+    res = runner.run([MeasureInput(_Task(), None)], [_built(_real_matmul())])[0]
+    assert res.error_no == MeasureErrorNo.RUNTIME_DEVICE
+    assert "no RPC session with key 'nobody'" in res.error_msg
+    with pytest.raises(ValueError, match="RPCRunner key ''"):
+        RPCRunner("", "127.0.0.1", tracker.port)
+
+
+def test_rpc_runner_sends_the_task_inputs_data(cluster):
+    tracker, _server, _ts = cluster
+
+    class WithInputs(_Task):
+        workload_key = '["rpc_fake_inputs", 64]'
+        task_input_names = ("B",)
+
+        class compute_dag:
+            tensors = None
+
+    A = te.placeholder((N, N), name="A")
+    B = te.placeholder((N, N), name="B")
+    WithInputs.compute_dag.tensors = [A, B, te.compute((N, N), lambda i, j: A[i, j] + B[i, j],
+                                                       name="C")]
+    data = np.arange(N * N, dtype=np.float32).reshape(N, N)
+    register_task_input_buffer(WithInputs.workload_key, "B", data, overwrite=True)
+    obj, metas = _real_matmul()
+    runner = RPCRunner(KEY, "127.0.0.1", tracker.port)
+    with runner:
+        sess = runner._session(runner._slots[0])
+        args = runner._arguments(runner._slots[0], sess, metas[0], WithInputs())
+        np.testing.assert_array_equal(args[1].numpy(), data)       # B: the task input
+        a = args[0].numpy()
+        assert a.shape == (N, N) and 0 <= a.min() and a.max() < 1    # A: random inputs
+        assert not np.array_equal(a, data)
+
+
+def test_local_rpc_measure_context_tunes_like_the_tvm_tutorial(tmp_path):
+    log = str(tmp_path / "rpc.json")
+    task = auto.SearchTask(func="matmul", args=(64, 64, 64), target="llvm")
+    ctx = auto.LocalRPCMeasureContext(min_repeat_ms=0)
+    try:
+        opts = auto.TuningOptions(num_measure_trials=8, runner=ctx.runner, verbose=0,
+                                  measure_callbacks=[auto.RecordToFile(log)])
+        task.tune(opts)
+    finally:
+        ctx.close()
+    pairs = list(auto.load_records(log))
+    assert len(pairs) >= 8 and all(res.error_no == 0 for _inp, res in pairs)
+    sch, args = task.apply_best(log)
+    f = compiler.build(sch, args, "llvm")
+    rng = np.random.default_rng(1)
+    a, b = rng.random((64, 64), dtype=np.float32), rng.random((64, 64), dtype=np.float32)
+    c = np.zeros((64, 64), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4)
+    assert ctx.tracker.proc is None and ctx.server.proc is None
+
+
+def test_server_and_tracker_processes_die_with_their_owner(tmp_path):
+    script = tmp_path / "owner.py"
+    script.write_text("import autosched as auto, os, sys\n"
+                      "ctx = auto.LocalRPCMeasureContext()\n"
+                      "print(ctx.tracker.proc.pid, ctx.server.proc.pid, flush=True)\n"
+                      "os._exit(0)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    pids = [int(p) for p in out]
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}")
+                 and "Z" not in open(f"/proc/{p}/stat").read().split()[2]]
+        time.sleep(0.05)
+    assert alive == []
+
+
+SLOW_BODY = ("entry:\n  br label %loop\nloop:\n  %i = phi i64 [0, %entry], [%n, %loop]\n"
+             "  %v = load volatile float, ptr %A\n  %n = add i64 %i, 1\n"
+             "  %c = icmp ult i64 %n, 3000000000\n  br i1 %c, label %loop, label %done\n"
+             "done:\n  ret void")
+
+
+def test_rpc_runner_times_slow_kernels_once_and_cuts_hopeless_ones(cluster):
+    tracker, _server, _ts = cluster
+    slow = _built(_hand_kernel("slow", SLOW_BODY))
+    inputs = [MeasureInput(_Task(), None)] * 2
+    # no valid measurement yet: the slow kernel's first call is its measurement
+    with RPCRunner(KEY, "127.0.0.1", tracker.port, number=3, min_repeat_ms=0,
+                   slow_call_seconds=0.01) as runner:
+        res = runner.run(inputs[:1], [slow])[0]
+    assert res.error_no == 0 and len(res.costs) == 1 and res.costs[0] > 0.01
+    # after a fast matmul, the same kernel is far slower than the best: cut off
+    with RPCRunner(KEY, "127.0.0.1", tracker.port, number=3, min_repeat_ms=0,
+                   cutoff=auto.RunCutoff(kill_floor=0.02, single_shot_floor=0.01)) as runner:
+        fast, cut = runner.run(inputs, [_built(_real_matmul()), slow])
+    assert fast.error_no == 0
+    assert cut.error_no == MeasureErrorNo.RUN_TIMEOUT and "slower than 10x" in cut.error_msg
