@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from planted_kernels import CRASH_BODY, HANG_BODY, hand_kernel, slow_body
 
 import autosched.measure.measurer as measure_mod
 import autosched.measure.runner as runner_mod
@@ -32,7 +33,7 @@ from autosched.measure.builder import BuildCutoff, LocalBuilder, default_build_f
 from autosched.measure.runner import LocalRunner, RunCutoff, _arguments
 from autosched.measure.workers import WorkerPool, pause_gc_until_replied
 from compiler import te
-from compiler.runtime import FuncMeta, ParamMeta, compile_ir, parse_target
+from compiler.runtime import FuncMeta, ParamMeta, parse_target
 from records import FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record, load_records
 
 N = 32
@@ -84,20 +85,10 @@ class FakeTask:
 
 
 def _hand_kernel(name: str, body: str):
-    ir = f"define void @{name}(ptr %A, ptr %B, ptr %C) {{\n{body}\n}}\n"
-    shape = (N, N)
-    metas = [(name, [("A", shape, "float32", False), ("B", shape, "float32", False),
-                     ("C", shape, "float32", True)])]
-    return compile_ir(ir, "llvm", cache=None), metas
+    return hand_kernel(name, body, N)
 
 
-CRASH_BODY = "entry:\n  store volatile float 0.0, ptr null\n  ret void"
-SLOW_BODY = ("entry:\n  br label %loop\nloop:\n  %i = phi i64 [0, %entry], [%n, %loop]\n"
-             "  %v = load volatile float, ptr %A\n  %n = add i64 %i, 1\n"
-             "  %c = icmp ult i64 %n, 200000000\n  br i1 %c, label %loop, label %done\n"
-             "done:\n  ret void")
-HANG_BODY = ("entry:\n  br label %loop\nloop:\n  %v = load volatile float, ptr %A\n"
-             "  br label %loop")
+SLOW_BODY = slow_body(200000000)
 
 
 def planted_build(inp):

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from planted_kernels import CRASH_BODY, HANG_BODY, hand_kernel, slow_body
 
 import autosched as auto
 import compiler
@@ -17,7 +18,6 @@ from autosched import catalog  # noqa: F401  (registers the built-in workloads)
 from autosched.measure import BuildResult, MeasureErrorNo, MeasureInput, RPCRunner
 from autosched.task_inputs import register_task_input_buffer
 from compiler import rpc, te
-from compiler.runtime import compile_ir
 from records import FAILURE_COST
 
 N = 64
@@ -51,16 +51,7 @@ def _matmul_module(tmp_path):
 
 
 def _hand_kernel(name: str, body: str):
-    ir = f"define void @{name}(ptr %A, ptr %B, ptr %C) {{\n{body}\n}}\n"
-    shape = (N, N)
-    metas = [(name, [("A", shape, "float32", False), ("B", shape, "float32", False),
-                     ("C", shape, "float32", True)])]
-    return compile_ir(ir, "llvm", cache=None), metas
-
-
-CRASH_BODY = "entry:\n  store volatile float 0.0, ptr null\n  ret void"
-HANG_BODY = ("entry:\n  br label %loop\nloop:\n  %v = load volatile float, ptr %A\n"
-             "  br label %loop")
+    return hand_kernel(name, body, N)
 
 
 def test_session_uploads_loads_calls_and_times_a_kernel(cluster, tmp_path):
@@ -246,10 +237,7 @@ def test_server_and_tracker_processes_die_with_their_owner(tmp_path):
     assert alive == []
 
 
-SLOW_BODY = ("entry:\n  br label %loop\nloop:\n  %i = phi i64 [0, %entry], [%n, %loop]\n"
-             "  %v = load volatile float, ptr %A\n  %n = add i64 %i, 1\n"
-             "  %c = icmp ult i64 %n, 3000000000\n  br i1 %c, label %loop, label %done\n"
-             "done:\n  ret void")
+SLOW_BODY = slow_body(3000000000)
 
 
 def test_rpc_runner_times_slow_kernels_once_and_cuts_hopeless_ones(cluster):
@@ -267,3 +255,8 @@ def test_rpc_runner_times_slow_kernels_once_and_cuts_hopeless_ones(cluster):
         fast, cut = runner.run(inputs, [_built(_real_matmul()), slow])
     assert fast.error_no == 0
     assert cut.error_no == MeasureErrorNo.RUN_TIMEOUT and "slower than 10x" in cut.error_msg
+
+
+def test_a_server_that_cannot_start_says_why():
+    with pytest.raises(rpc.RPCError, match=r"the RPC server did not start .*port range"):
+        rpc.Server(host="127.0.0.1", port=9500, port_end=9500, silent=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..rpc import protocol
-from ..rpc.server import serve
+from ..rpc.server import run_service, serve
 
 
 def main(argv=None) -> int:
@@ -21,17 +20,11 @@ def main(argv=None) -> int:
                     help="HOST:PORT the tracker gives clients (default: as seen by it)")
     ap.add_argument("--die-with-parent", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.die_with_parent:
-        protocol.die_with_parent()
-    try:
+
+    def serve_fn(announce):
         serve(args.host, args.port, args.port_end, args.key, args.tracker, args.custom_addr,
-              announce=lambda text: print(text, flush=True))
-    except protocol.RPCError as e:
-        print(f"rpc_server: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    return 0
+              announce=announce)
+    return run_service("rpc_server", serve_fn, args.die_with_parent)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..rpc import protocol
+from ..rpc.server import run_service
 from ..rpc.tracker import serve_tracker
 
 
@@ -17,17 +17,10 @@ def main(argv=None) -> int:
     ap.add_argument("--port-end", type=int, default=9199)
     ap.add_argument("--die-with-parent", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.die_with_parent:
-        protocol.die_with_parent()
-    try:
-        serve_tracker(args.host, args.port, args.port_end,
-                      announce=lambda text: print(text, flush=True))
-    except protocol.RPCError as e:
-        print(f"rpc_tracker: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    return 0
+
+    def serve_fn(announce):
+        serve_tracker(args.host, args.port, args.port_end, announce=announce)
+    return run_service("rpc_tracker", serve_fn, args.die_with_parent)
 
 
 if __name__ == "__main__":

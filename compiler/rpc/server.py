@@ -112,8 +112,10 @@ def serve(host: str = "0.0.0.0", port: int = 9091, port_end: int = 9199, key: st
 
 def launch(module: str, args: list, what: str, silent: bool):
     """Start ``python -m module args`` and read its JSON address line:
-    ``(process, host, port, stderr file)``."""
-    err = tempfile.TemporaryFile()
+    ``(process, host, port, stderr file or None)``.  Not ``silent``: the process writes
+    its errors to this process's stderr; ``silent``: to a file, whose last lines a
+    failed start reports."""
+    err = tempfile.TemporaryFile() if silent else None
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -129,13 +131,48 @@ def launch(module: str, args: list, what: str, silent: bool):
     except (ValueError, KeyError, TypeError):
         proc.kill()
         proc.wait()
-        err.seek(0)
-        tail = err.read().decode(errors="replace").strip().splitlines()[-5:]
+        tail = ["its errors are above"]
+        if err is not None:
+            err.seek(0)
+            tail = err.read().decode(errors="replace").strip().splitlines()[-5:]
         raise P.RPCError(f"the {what} did not start (exit code {proc.returncode}): "
                          + (" | ".join(tail) or "no output")) from None
 
 
-class Server:
+def run_service(name: str, serve_fn, die_with_parent: bool) -> int:
+    """The body of a ``compiler.exec`` entry point: serve until killed, printing the
+    address (JSON) first; an ``RPCError`` is reported on stderr with exit code 1."""
+    if die_with_parent:
+        P.die_with_parent()
+    try:
+        serve_fn(lambda text: print(text, flush=True))
+    except P.RPCError as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+class ServiceProcess:
+    """A tracker or server running in a process this one started."""
+
+    proc = None
+
+    def terminate(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def __del__(self):
+        try:
+            self.terminate()
+        except Exception:   # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class Server(ServiceProcess):
     """TVM's ``rpc.Server``: an RPC server in its own process (see the module doc).
 
     ``port`` is the first port tried, ``port_end`` bounds the range; with
@@ -154,15 +191,3 @@ class Server:
         self.proc, self.host, self.port, self._err = launch(
             "compiler.exec.rpc_server", args, "RPC server", silent)
         self.key = key
-
-    def terminate(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-    def __del__(self):
-        try:
-            self.terminate()
-        except Exception:   # noqa: BLE001 - interpreter shutdown
-            pass

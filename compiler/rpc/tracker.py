@@ -20,7 +20,7 @@ import threading
 import time
 
 from . import protocol as P
-from .server import launch
+from .server import ServiceProcess, launch
 
 _EXPECT_SECONDS = 30.0
 
@@ -138,7 +138,7 @@ def serve_tracker(host: str = "0.0.0.0", port: int = 9190, port_end: int = 9199,
         threading.Thread(target=_serve_conn, args=(state, conn, peer), daemon=True).start()
 
 
-class Tracker:
+class Tracker(ServiceProcess):
     """TVM's ``rpc.Tracker``: a tracker in its own process; ``terminate()`` stops it."""
 
     def __init__(self, host: str = "0.0.0.0", port: int = 9190, port_end: int = 9199,
@@ -147,15 +147,3 @@ class Tracker:
             "compiler.exec.rpc_tracker",
             ["--host", host, "--port", str(port), "--port-end", str(port_end)],
             "RPC tracker", silent)
-
-    def terminate(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-    def __del__(self):
-        try:
-            self.terminate()
-        except Exception:   # noqa: BLE001 - interpreter shutdown
-            pass
