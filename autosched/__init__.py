@@ -13,7 +13,7 @@ import sys
 
 import compiler
 
-from . import feature, tvm_alias
+from . import feature, measure, tvm_alias
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
@@ -76,6 +76,10 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "SearchCallback", "PreloadMeasuredStates", "PreloadCustomSketchRule",
            "LayoutRewriteOption",
            "LayoutTransform"]
+
+# TVM spells it ``auto_scheduler.measure.recover_measure_input``; it needs the task
+# layer, which sits above the measure package, so the package is given the name here.
+measure.recover_measure_input = recover_measure_input  # type: ignore[attr-defined]
 
 # Registered last, once every name above exists (see the module docstring).
 tvm_alias.install(sys.modules[__name__])

@@ -126,6 +126,10 @@ def test_recover_measure_input_rebuilds_the_dag_and_on_request_the_state(two_tas
     assert auto.recover_measure_input(full) is full
     with pytest.raises(TypeError, match="expected a MeasureInput, got str"):
         auto.recover_measure_input("x")
+    # TVM's spelling, through the measure package, also after ``import compiler as tvm``
+    assert auto.measure.recover_measure_input is auto.recover_measure_input
+    assert compiler.auto_scheduler.measure.recover_measure_input is auto.recover_measure_input
+    assert auto.measure.RPCRunner is auto.RPCRunner
 
 
 # ------------------------------------------------------------------ feature module
