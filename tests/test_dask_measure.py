@@ -211,3 +211,26 @@ def test_a_cluster_without_the_measure_resource_is_refused():
         with distributed.Client(c) as client:
             with pytest.raises(ClusterError, match="--resources measure=1"):
                 DaskRunner(client)
+
+
+@register_workload("dask_test_gather")
+def _gather(n):
+    X = te.placeholder((n,), name="X")
+    idx = te.placeholder((n,), name="idx", dtype="int32")
+    return [X, idx, te.compute((n,), lambda i: X[idx[i]], name="Y")]
+
+
+def test_task_inputs_reach_the_workers(cluster):
+    """Indices 2e8 past a 64-element array crash the kernel; the random inputs (0..7) it
+    gets without task inputs do not: only delivered data can crash it."""
+    _, client = cluster
+    far = np.full(64, 200_000_000, dtype="int32")
+    plain = auto.SearchTask(func="dask_test_gather", args=(64,))
+    planted = auto.SearchTask(func="dask_test_gather", args=(64,), task_inputs={"idx": far},
+                              task_inputs_overwrite=True)
+    inputs = [MeasureInput(t, t.compute_dag.init_state()) for t in (plain, planted)]
+    runner = DaskRunner(client, cutoff=None)
+    results = runner.run(inputs, DaskBuilder(client).build(inputs))
+    assert results[0].error_no == MeasureErrorNo.NO_ERROR
+    assert results[1].error_no == MeasureErrorNo.RUNTIME_DEVICE
+    assert "SIGSEGV" in results[1].error_msg

@@ -260,3 +260,28 @@ def test_rpc_runner_times_slow_kernels_once_and_cuts_hopeless_ones(cluster):
 def test_a_server_that_cannot_start_says_why():
     with pytest.raises(rpc.RPCError, match=r"the RPC server did not start .*port range"):
         rpc.Server(host="127.0.0.1", port=9500, port_end=9500, silent=True)
+
+
+@auto.register_workload("rpc_test_gather", override=True)
+def _gather(n):
+    X = te.placeholder((n,), name="X")
+    idx = te.placeholder((n,), name="idx", dtype="int32")
+    return [X, idx, te.compute((n,), lambda i: X[idx[i]], name="Y")]
+
+
+def test_rpc_runner_measures_with_the_task_inputs(cluster):
+    """Indices 2e8 past a 64-element array crash the kernel; the random inputs (0..7) it
+    gets without task inputs do not: only delivered data can crash it."""
+    tracker, _server, _ts = cluster
+    far = np.full(64, 200_000_000, dtype="int32")
+    plain = auto.SearchTask(func="rpc_test_gather", args=(64,))
+    planted = auto.SearchTask(func="rpc_test_gather", args=(64,), task_inputs={"idx": far},
+                              task_inputs_overwrite=True)
+    inputs = [MeasureInput(t, t.compute_dag.init_state()) for t in (plain, planted)]
+    with auto.LocalBuilder(n_parallel=1) as builder:
+        brs = builder.build(inputs)
+    with RPCRunner(KEY, "127.0.0.1", tracker.port, cutoff=None) as runner:
+        results = runner.run(inputs, brs)
+    assert results[0].error_no == MeasureErrorNo.NO_ERROR
+    assert results[1].error_no == MeasureErrorNo.RUNTIME_DEVICE
+    assert "ended during 'time'" in results[1].error_msg

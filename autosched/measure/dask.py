@@ -15,7 +15,8 @@ Invariants:
   on each machine); builds need none and use every worker thread;
 - what travels: the pickled SearchTask (data only: te ops and shapes, sent once per
   task and cached by digest on workers), step records, object code as bytes and its
-  FuncMeta, plain result tuples.  Dask pickles only references to this module's
+  FuncMeta, plain result tuples, and a task's inputs as ``.npy`` bytes (scattered once
+  per array, written once per machine).  Dask pickles only references to this module's
   functions.  Records are written by the client alone (the ProgramMeasurer callbacks);
 - the client enforces every timeout (a result not back in time is RUN/BUILD_TIMEOUT);
   a candidate whose worker died or disconnected is resubmitted once, anywhere; a worker
@@ -27,16 +28,23 @@ Invariants:
 from __future__ import annotations
 
 import collections
+import hashlib
+import io
 import multiprocessing
+import os
 import statistics
+import tempfile
 import threading
 import time
+
+import numpy as np
 
 from compiler.errors import BuildError
 from compiler.runtime import check_runnable, parse_target
 
 from ..errors import AutoSchedError
 from ..steps.registry import step_from_record
+from ..task_inputs import arrays_for
 from .builder import _build_job, _cached_task, _pickle_task, default_build_func
 from .measurer import (
     CUTOFF_MARK,
@@ -106,9 +114,30 @@ def worker_build(digest: str, blob: bytes, records: list, timeout: float) -> tup
     return None, None, int(err), f"build {out.status}: {out.value}", out.seconds
 
 
+def _input_files(fixed) -> tuple:
+    """On a worker: ``((position, name, path), ...)`` of the task inputs sent as ``(position,
+    name, digest, .npy bytes)``; each file is written once per machine, named by its
+    digest (atomically: concurrent workers may write the same one)."""
+    if not fixed:
+        return ()
+    directory = os.path.join(tempfile.gettempdir(), "autosched-dask-task-inputs")
+    os.makedirs(directory, exist_ok=True)
+    out = []
+    for k, name, digest, data in fixed:
+        path = os.path.join(directory, f"{digest}.npy")
+        if not os.path.exists(path):
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".part")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        out.append((k, name, path))
+    return tuple(out)
+
+
 def worker_run(target: str, obj: bytes, metas, config: RunConfig, single_shot: float,
-               timeout: float) -> tuple:
-    """Dask task: ``(status, costs, error_no, error_msg, seconds, address)``.
+               timeout: float, fixed=()) -> tuple:
+    """Dask task: ``(status, costs, error_no, error_msg, seconds, address)``; ``fixed``: the
+    task inputs as ``(position, name, digest, .npy bytes)``.
 
     ``status`` is "refused" when this machine cannot run ``target``, else "done"."""
     addr = _address()
@@ -116,7 +145,8 @@ def worker_run(target: str, obj: bytes, metas, config: RunConfig, single_shot: f
         check_runnable(parse_target(target), without=tuple(_MASKED))
     except BuildError as e:
         return "refused", [], int(MeasureErrorNo.RUNTIME_DEVICE), f"worker {addr}: {e}", 0.0, addr
-    out = _pool("run").map(_run_job, [(obj, metas, config, None, single_shot)], timeout)[0]
+    out = _pool("run").map(_run_job, [(obj, metas, config, None, single_shot,
+                                       _input_files(fixed))], timeout)[0]
     if out.status == "ok":
         costs, err, msg = out.value
         return "done", costs, err, msg, out.seconds, addr
@@ -288,6 +318,7 @@ class DaskRunner(_DaskBase, ProgramRunner):
                                 slow_call_seconds)
         self.cutoff = cutoff
         self._best: dict = {}
+        self._scattered: dict = {}    # (workload key, input name) -> (array, digest, future)
         self.per_worker: dict = collections.defaultdict(lambda: {"count": 0, "noise": []})
         workers = self._workers()
         info = self.client.scheduler_info(n_workers=-1)["workers"]
@@ -306,12 +337,6 @@ class DaskRunner(_DaskBase, ProgramRunner):
         for i, br in enumerate(build_results):
             if br.error_no != MeasureErrorNo.NO_ERROR:
                 results[i] = MeasureResult.failed(br.error_no, br.error_msg, br.time_cost)
-            elif getattr(inputs[i].task, "task_input_names", ()):
-                # the data would have to travel to every worker: not supported (yet)
-                results[i] = MeasureResult.failed(
-                    MeasureErrorNo.RUNTIME_DEVICE, "DaskRunner does not send task inputs "
-                    f"({', '.join(inputs[i].task.task_input_names)}) to its workers; "
-                    "measure tasks with task_inputs with LocalRunner", br.time_cost)
             else:
                 todo.append(i)
         self._run_all(inputs, build_results, todo, results)
@@ -333,7 +358,8 @@ class DaskRunner(_DaskBase, ProgramRunner):
                 allowed = [w for w in workers if w not in refused[i]]
                 futures[i] = self._call(
                     self.client.submit, worker_run, str(inp.task.target), br.obj, br.metas,
-                    self.config, single, timeout, resources={RESOURCE: 1}, workers=allowed or None,
+                    self.config, single, timeout, self._fixed(inp.task),
+                    resources={RESOURCE: 1}, workers=allowed or None,
                     allow_other_workers=False, pure=False, retries=0)
                 deadline[i] = time.monotonic() + timeout + _CLIENT_SLACK
                 limits[i] = (key, timeout, early)
@@ -344,6 +370,23 @@ class DaskRunner(_DaskBase, ProgramRunner):
                                      results)
                 if again:
                     todo.append(i)
+
+    def _fixed(self, task) -> list:
+        """The task inputs for ``worker_run``: ``[position, name, digest, .npy bytes]``,
+        the bytes scattered to the cluster once per array (a future stands for them)."""
+        out = []
+        for k, name, arr in arrays_for(task):
+            key = (task.workload_key, name)
+            hit = self._scattered.get(key)
+            if hit is None or hit[0] is not arr:
+                buf = io.BytesIO()
+                np.save(buf, arr, allow_pickle=False)
+                data = buf.getvalue()
+                digest = hashlib.sha1(data).hexdigest()
+                future = self._call(self.client.scatter, data, broadcast=False, hash=False)
+                hit = self._scattered[key] = (arr, digest, future)
+            out.append((k, name, hit[1], hit[2]))
+        return out
 
     def _result(self, i, v, br, limits, refused, lost, workers, results) -> bool:
         """Store candidate ``i``'s result; True if it must be sent again."""
