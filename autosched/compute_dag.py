@@ -16,6 +16,7 @@ from compiler.tir.functor import Visitor
 
 from . import state as S
 from .errors import AutoSchedError
+from .extents import static_extent
 from .features.access import AccessAnalyzer
 from .layout_rewrite import LayoutRewriteOption, replay_rewritten
 from .loop_state import LoopState
@@ -51,8 +52,9 @@ class ComputeDAG:
                 if isinstance(op, PlaceholderOp):
                     stages.append(S.StageState(op, (), is_placeholder=True))
                     continue
-                its = [S.Iterator(iv.var.name, iv.dom.extent.value, S.SPATIAL) for iv in op.axis]
-                its += [S.Iterator(iv.var.name, iv.dom.extent.value, S.REDUCTION)
+                its = [S.Iterator(iv.var.name, static_extent(iv), S.SPATIAL)
+                       for iv in op.axis]
+                its += [S.Iterator(iv.var.name, static_extent(iv), S.REDUCTION)
                         for iv in op.reduce_axis]
                 stages.append(S.StageState(op, tuple(its)))
             self._init_state = S.State(self, stages)
@@ -201,11 +203,15 @@ class _FlopCounter(Visitor):
 
 
 def _check_static(ops) -> None:
-    """The search needs concrete loop extents (as Ansor): refuse ``te.var`` shapes."""
+    """The search needs concrete loop extents (as Ansor): refuse ``te.var`` shapes.  A
+    reduce axis may read its extent from a tensor (``extents``)."""
     for op in ops:
-        ivs = list(op.axis) + list(op.reduce_axis) if isinstance(op, ComputeOp) else []
-        dims = [iv.dom.extent for iv in ivs] + list(getattr(op, "shape", ()))
-        for d in dims:
+        if isinstance(op, ComputeOp):
+            for iv in op.axis:
+                static_extent(iv)
+            for iv in op.reduce_axis:
+                static_extent(iv)
+        for d in getattr(op, "shape", ()):
             if not isinstance(d, E.IntImm):
                 raise AutoSchedError(
                     f"ComputeDAG: operation {op.name} has symbolic extent {d}; the "
@@ -214,11 +220,16 @@ def _check_static(ops) -> None:
 
 
 def _flops(op) -> int:
+    """The op's floating-point operations; ``attrs["FLOP"]`` when the op gives it (as
+    TVM's sparse ops do: their stored entries do not fix the count)."""
     if not isinstance(op, ComputeOp):
         return 0
+    given = (op.attrs or {}).get("FLOP")
+    if given is not None:
+        return int(given.value if isinstance(given, E.IntImm) else given)
     size = 1
     for iv in op.axis:
-        size *= iv.dom.extent.value
+        size *= static_extent(iv)
     per = 0
     for b in op.body[:1]:
         c = _FlopCounter()
@@ -227,7 +238,7 @@ def _flops(op) -> int:
             c.visit(b.combiner.result)
             red = 1
             for iv in b.axis:
-                red *= iv.dom.extent.value
+                red *= static_extent(iv)
             per = c.n * red
         else:
             c.visit(b)

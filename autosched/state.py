@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from compiler.te.tensor import Operation
+
 # iterator kinds (TVM's IteratorKind)
 SPATIAL, REDUCTION, MIXED, SPECIAL = 0, 1, 2, 3
 # annotations (TVM's IteratorAnnotation numbering; written into records)
@@ -145,10 +147,17 @@ class State:
         """Accept a stage id, a stage name, a te Tensor or an op."""
         if isinstance(stage_or_id, int):
             return stage_or_id
+        # a tensor or an op names its stage by identity: two ops may share a name (two
+        # ReLUs are both "T_relu"); only a plain name is looked up by name
+        op = stage_or_id if isinstance(stage_or_id, Operation) else getattr(
+            stage_or_id, "op", None)
+        if op is not None:
+            for i, st in enumerate(self.stages):
+                if st.op is op:
+                    return i
         name = getattr(stage_or_id, "name", stage_or_id)
-        op = getattr(stage_or_id, "op", None)
         for i, st in enumerate(self.stages):
-            if st.op is op or st.op.name == name:
+            if st.op.name == name:
                 return i
         raise KeyError(f"no stage named {name!r} in this state")
 

@@ -29,6 +29,7 @@ import numpy as np
 from compiler.te.tensor import PlaceholderOp
 
 from .errors import AutoSchedError
+from .extents import bound_tensors
 
 __all__ = ["register_task_input_buffer", "get_task_input_buffer",
            "register_task_input_check_func", "DEFAULT_DIRECTORY"]
@@ -202,3 +203,22 @@ def load_into(meta, arrays, fixed) -> None:
                 f"parameter {p.name!r} is {tuple(p.shape)} {p.np_dtype} (a rewritten "
                 "layout? tune the task with layout_rewrite_option=NO_REWRITE)")
         arrays[k][...] = data
+
+
+def check_loop_bounds_have_data(task) -> None:
+    """A loop whose extent reads a placeholder (a sparse kernel's ``indptr``) runs out of
+    bounds on random data: such placeholders must be given as task inputs."""
+    tensors = task.compute_dag.tensors
+    given = set()
+    positions = input_positions(tensors) if getattr(task, "task_input_names", ()) else {}
+    for name in getattr(task, "task_input_names", ()):
+        given.update(positions.get(name, ()))
+    for op, t in bound_tensors(task.compute_dag.ops):
+        k = next((i for i, a in enumerate(tensors) if a.op is t.op), None)
+        if k is None or k not in given:
+            raise TaskInputError(
+                f"task {task.workload_key}: the loop bounds of {op.name} read "
+                f"{t.op.name} (argument {k}), which has no task input; random data would "
+                "make every candidate read out of bounds. Give its data with "
+                "SearchTask(..., task_inputs={name: array}) (for topi's sparse_dense, "
+                "TVM's 'sparse_dense_bsr_..._W_indptr' names work)")

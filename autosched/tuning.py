@@ -35,6 +35,7 @@ from .search.callbacks import PreloadMeasuredStates, matching_records, preload
 from .search.policy import SketchPolicy
 from .state import freeze
 from .steps import serialize
+from .task_inputs import check_loop_bounds_have_data
 
 __all__ = ["TuningOptions", "TuneStats", "tune", "matching_records", "preload",
            "retime_states", "rank_records", "best_state", "apply_best", "print_best",
@@ -114,6 +115,7 @@ class TuneStats:
 
 
 def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
+    check_loop_bounds_have_data(task)
     policy = search_policy or SketchPolicy(task, verbose=options.verbose)
     stats = TuneStats(preloaded=getattr(policy, "preloaded", 0))
     if options.verbose >= 1 and not _asked_to_preload(policy):

@@ -26,6 +26,8 @@ from compiler.te.tensor import ComputeOp
 from compiler.tir import expr as E
 from compiler.tir.functor import Mutator, Visitor, substitute
 
+from ..extents import static_extent
+
 COUNT_NAMES = ("float_mad", "float_addsub", "float_mul", "float_divmod", "float_cmp",
                "float_math_func", "float_other_func", "int_mad", "int_addsub", "int_mul",
                "int_divmod", "int_cmp", "int_math_func", "int_other_func", "bool_op",
@@ -84,7 +86,7 @@ class BodyInfo:
         self.op = op
         roots = [iv.var for iv in op.axis] + [iv.var for iv in op.reduce_axis]
         self.n_spatial, self.n_root = len(op.axis), len(roots)
-        self.root_ext = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
+        self.root_ext = [static_extent(iv) for iv in op.axis + op.reduce_axis]
         self.is_reduce = isinstance(body[0], E.Reduce)
         counter = _OpCounter()
         counter.count_body(body[0])

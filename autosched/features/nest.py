@@ -41,6 +41,7 @@ import numpy as np
 from compiler.te.tensor import ComputeOp
 
 from .. import state as S
+from ..extents import static_extent
 from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 from ..steps.loop import (
     FollowFusedSplitStep,
@@ -79,7 +80,7 @@ _memo = functools.lru_cache(maxsize=16384)
 
 @_memo
 def _root_atoms(op) -> tuple:
-    exts = [iv.dom.extent.value for iv in op.axis + op.reduce_axis]
+    exts = [static_extent(iv) for iv in op.axis + op.reduce_axis]
     return tuple([((r, 1, e),) if e > 1 else () for r, e in enumerate(exts)])
 
 

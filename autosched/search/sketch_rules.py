@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import state as S
 from ..errors import AutoSchedError
+from ..extents import static_extent
 from ..loop_state import LoopState
 from ..steps import registry as ST
 from ..steps.registry import apply_step
@@ -57,7 +58,8 @@ def elementwise_consumer(state, sid):
     cst, pst = state.stages[c], state.stages[sid]
     if cst.op.reduce_axis or len(cst.op.axis) != len(pst.op.axis):
         return None
-    if any(a.dom.extent.value != b.dom.extent.value for a, b in zip(cst.op.axis, pst.op.axis)):
+    if any(static_extent(a) != static_extent(b)
+           for a, b in zip(cst.op.axis, pst.op.axis)):
         return None
     if cst.compute_at != S.ROOT or any(it.kind != S.SPATIAL for it in cst.iters):
         return None

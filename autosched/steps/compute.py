@@ -15,6 +15,7 @@ from compiler.tir.expr import IterVar
 
 from .. import state as S
 from ..errors import InvalidStepError
+from ..extents import static_extent
 from .loop import SplitStep, _iter, _stage, te_leaf
 
 
@@ -186,7 +187,7 @@ def stage_from_te(te_stage) -> S.StageState:
     for iv in te_stage.leaf_iter_vars:
         kind = {IterVar.DataPar: S.SPATIAL, IterVar.CommReduce: S.REDUCTION}.get(
             iv.iter_type, S.MIXED)
-        iters.append(S.Iterator(iv.var.name, iv.dom.extent.value, kind))
+        iters.append(S.Iterator(iv.var.name, static_extent(iv), kind))
     return S.StageState(te_stage.op, tuple(iters))
 
 

@@ -204,16 +204,39 @@ def _combine(t, a, b):
         return _op.const(min(prods)), _op.const(max(prods))
     if c is None or c <= 0:
         return None
+    split = _split_multiple(alo, ahi, c)
     if t is E.FloorDiv:
+        if split is not None:
+            # (c*q + lo_r) // c .. (c*q + hi_r) // c: the region stays affine in q, so
+            # its extent is a constant (a block read through ``r // bs`` at a loop
+            # over ``r``'s outer part needs just its blocks, not the whole axis)
+            co, lo_r, hi_r = split
+            qco = {v: k // c for v, k in co.items()}
+            return (from_linear(qco, lo_r // c, alo.dtype),
+                    from_linear(qco, hi_r // c, ahi.dtype))
         return _op.floordiv(alo, c), _op.floordiv(ahi, c)
     # FloorMod
     if alo is ahi:
         v = _op.floormod(alo, c)
         return v, v
+    if split is not None and split[1] // c == split[2] // c:
+        return _op.const(split[1] % c), _op.const(split[2] % c)
     lo, hi = _const(alo), _const(ahi)
     if lo is not None and hi is not None and lo // c == hi // c:
         return _op.const(lo % c), _op.const(hi % c)
     return _op.const(0), _op.const(c - 1)
+
+
+def _split_multiple(lo, hi, c: int):
+    """``(terms, lo_const, hi_const)`` when ``lo`` and ``hi`` are affine with the same
+    variable terms, every coefficient a multiple of ``c`` (so ``x // c`` and ``x % c``
+    depend on the constants only); else None."""
+    la, lh = linear(lo), linear(hi)
+    if la is None or lh is None or not la[0] or len(la[0]) != len(lh[0]):
+        return None
+    if any(lh[0].get(v) != k or k % c for v, k in la[0].items()):
+        return None
+    return la[0], la[1], lh[1]
 
 
 # ---------------------------------------------------------------- inference

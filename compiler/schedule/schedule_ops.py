@@ -54,6 +54,26 @@ class _ToBuffer(Mutator):
         return E.BufferLoad(bind.buffer, idx)
 
 
+class _LoadsToBuffer(_ToBuffer):
+    """Turn only tensor reads into buffer loads (substituting root vars inside their
+    indices): for loop extents and predicates that read a tensor (a data-dependent
+    reduce axis), whose other vars are already the loops' own."""
+
+    def __init__(self, vmap: dict, bindings: dict):
+        super().__init__(vmap, bindings)
+        self.depth = 0
+
+    def visit_Var(self, v):
+        return super().visit_Var(v) if self.depth else v
+
+    def visit_ProducerLoad(self, e):
+        self.depth += 1
+        try:
+            return super().visit_ProducerLoad(e)
+        finally:
+            self.depth -= 1
+
+
 class OpsBuilder:
     """``opaque`` maps stages that are not compute stages (extern, scan) to a function
     ``(builder, stage) -> Stmt`` building their statement."""
@@ -92,7 +112,9 @@ class OpsBuilder:
         init_vals = red0.init or red0.combiner.identity_element
         init = S.seq(*[S.BufferStore(o.buffer, tb.visit(v), sp_idx)
                        for o, v in zip(outs, init_vals)])
-        cond = _op.logical_and(_op.all_(*[p for p, _ in preds]), tb.visit(red0.condition))
+        loads = _LoadsToBuffer(self.bounds.root_value[st], self.bindings)
+        cond = _op.logical_and(loads.visit(_op.all_(*[p for p, _ in preds])),
+                               tb.visit(red0.condition))
         update = _guard(cond, self.update_stmt(red0, outs, sp_idx, tb))
         leaves = st.leaf_iter_vars
         first = next((k for k, iv in enumerate(leaves) if iv.iter_type != E.IterVar.DataPar),
@@ -125,10 +147,16 @@ class OpsBuilder:
     # ------------------------------------------------------------------ loops
     def nest(self, st, leaves, inner: S.Stmt, attach: bool = True) -> S.Stmt:
         stmt = inner
+        # an extent read from a tensor (a data-dependent reduce axis, as sparse kernels
+        # have) reads its buffer like the body does
+        tb = _LoadsToBuffer(self.bounds.root_value[st], self.bindings) \
+            if isinstance(st.op, ComputeOp) else None
         for iv in reversed(leaves):
             if attach:
                 stmt = self.with_attached(st, iv, stmt)
             ext = as_expr(self.bounds.ext[iv], iv.var.dtype)
+            if tb is not None and not isinstance(ext, E.IntImm):
+                ext = tb.visit(ext)
             thread = st.thread_binds.get(iv)
             if thread is not None:   # TVM's launch: the loop var becomes the thread index
                 stmt = S.AttrStmt(thread, "thread_extent", ext,

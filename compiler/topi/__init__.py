@@ -12,7 +12,7 @@ Layout: elementwise math (``math``), broadcasting binary ops (``broadcast``), re
 ``compiler.errors.TEError`` naming op and argument.
 """
 from ..te import tensor as _te_tensor
-from . import generic, image, nn, tag, x86
+from . import generic, image, nn, sparse, tag, x86
 from .broadcast import (
                         add,
                         broadcast_shape,

@@ -47,6 +47,9 @@ GLOBAL_POOL_AVG = "global_pool_avg"
 SOFTMAX = "softmax_output"          # softmax family: pattern opaque
 LOG_SOFTMAX = "log_softmax_output"
 LAYER_NORM = "layer_norm"           # pattern opaque
+SPARSE_DENSE_CSR = "sparse_dense_sp_rhs_csrmm"           # sparse ops: pattern opaque
+SPARSE_DENSE_BSR = "sparse_dense_sp_rhs_bsrmm"
+SPARSE_DENSE_BSR_BLOCK = "sparse_dense_sp_rhs_bsrmm_block"
 
 _SIMPLE = (ELEMWISE, BROADCAST, INJECTIVE)
 _COMPLEX_PATTERN = {
@@ -59,7 +62,8 @@ _COMPLEX_PATTERN = {
     POOL_AVG: OUT_ELEMWISE_FUSABLE, ADAPTIVE_POOL_MAX: OUT_ELEMWISE_FUSABLE,
     ADAPTIVE_POOL_AVG: OUT_ELEMWISE_FUSABLE, GLOBAL_POOL_MAX: OUT_ELEMWISE_FUSABLE,
     GLOBAL_POOL_AVG: OUT_ELEMWISE_FUSABLE, SOFTMAX: OPAQUE, LOG_SOFTMAX: OPAQUE,
-    LAYER_NORM: OPAQUE,
+    LAYER_NORM: OPAQUE, SPARSE_DENSE_CSR: OPAQUE, SPARSE_DENSE_BSR: OPAQUE,
+    SPARSE_DENSE_BSR_BLOCK: OPAQUE,
 }
 
 

@@ -1,0 +1,237 @@
+"""Sparse x dense kernels end to end: ``topi.nn.sparse_dense`` (CSR, BSR, sparse lhs)
+with its data-dependent reduce loop, the bound inference that keeps a BSR block stage
+attached at a loop to its own blocks, ``random_bsr_matrix``, and TVM's sparse tuning
+tutorial (task inputs under TVM's names, its custom sketch rule, ``_ffi_api``)."""
+import numpy as np
+import pytest
+from autosched_helpers import SMALL_SEARCH
+
+import autosched as auto
+import compiler
+from autosched import _ffi_api
+from autosched.sparse_inputs import sparse_input_names
+from autosched.task_inputs import TaskInputError
+from compiler import te, topi
+from compiler.errors import TEError
+from compiler.schedule.bound import interval
+from compiler.topi.sparse.utils import random_bsr_matrix
+
+RNG = np.random.default_rng(3)
+
+
+def _csr(dense):
+    rows = [np.nonzero(r)[0] for r in dense]
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype("int32")
+    indices = np.concatenate(rows).astype("int32")
+    data = np.concatenate([dense[i, r] for i, r in enumerate(rows)]).astype("float32")
+    return data, indices, indptr
+
+
+def _placeholders(x_shape, w):
+    X = te.placeholder(x_shape, name="X")
+    D = te.placeholder(w[0].shape, name="W_data")
+    idx = te.placeholder(w[1].shape, name="W_indices", dtype="int32")
+    ptr = te.placeholder(w[2].shape, name="W_indptr", dtype="int32")
+    return X, D, idx, ptr
+
+
+@pytest.mark.parametrize("lhs", [False, True])
+def test_csr_sparse_dense_matches_numpy(lhs):
+    dense = RNG.random((12, 20)).astype("float32") * (RNG.random((12, 20)) < 0.3)
+    dense[4] = 0.0                                        # an empty row
+    w = _csr(dense)
+    X, D, idx, ptr = _placeholders((6, 20), w)
+    Y = topi.nn.sparse_dense(X, D, idx, ptr, sparse_lhs=lhs)
+    assert Y.op.tag == "sparse_dense_sp_rhs_csrmm" and Y.op.attrs["FLOP"] == 2 * 6 * 12 * 20
+    f = compiler.build(te.create_schedule(Y.op), [X, D, idx, ptr, Y])
+    x = RNG.random((6, 20)).astype("float32")
+    out = np.zeros([int(d) for d in Y.shape], "float32")
+    f(x, *w, out)
+    ref = x @ dense.T
+    np.testing.assert_allclose(out, ref.T if lhs else ref, rtol=1e-5)
+
+
+def test_bsr_sparse_dense_matches_numpy_under_a_tiled_schedule():
+    w = random_bsr_matrix(32, 64, 4, 4, density=0.3, dtype="float32", seed=0)
+    X, D, idx, ptr = _placeholders((16, 64), (w.data, w.indices, w.indptr))
+    Y = topi.nn.sparse_dense(X, D, idx, ptr)
+    blk = Y.op.input_tensors[0]
+    assert (blk.op.tag, Y.op.tag) == ("sparse_dense_sp_rhs_bsrmm_block",
+                                      "sparse_dense_sp_rhs_bsrmm")
+    s = te.create_schedule(Y.op)
+    m0, m1 = s[Y].split(Y.op.axis[0], factor=8)
+    n0, n1 = s[Y].split(Y.op.axis[1], factor=4)
+    s[Y].reorder(m0, n0, m1, n1)
+    s[blk].compute_at(s[Y], n0)
+    e0, _e1 = s[blk].split(s[blk].op.reduce_axis[0], factor=2)   # the data-dependent loop
+    s[Y].parallel(m0)
+    s[Y].vectorize(n1)
+    text = str(compiler.lower(s, [X, D, idx, ptr, Y]))
+    # one block (8 rows x 4 columns) per n0, not all 8 block rows; the split loop's
+    # extent is read from the row pointers
+    assert "sparse_dense_block = T.allocate([32]" in text
+    assert "range((W_indptr[r_outer + 1] - W_indptr[r_outer] + 1) // 2)" in text
+    f = compiler.build(s, [X, D, idx, ptr, Y])
+    x = RNG.random((16, 64)).astype("float32")
+    out = np.zeros((16, 32), "float32")
+    f(x, w.data, w.indices, w.indptr, out)
+    np.testing.assert_allclose(out, x @ w.todense().T, rtol=1e-5)
+
+
+def test_bounds_through_div_and_mod_stay_tight():
+    """``B`` read as ``B[i // 4]`` / ``B[i % 4 + 4 * (i // 8)]`` at a loop over 8 values
+    of ``i``: 2 and 8 elements, exactly."""
+    A = te.placeholder((64,), name="A")
+    B = te.compute((16,), lambda k: A[k * 4] + 1.0, name="B")
+    C = te.compute((64,), lambda i: B[i // 4], name="C")
+    s = te.create_schedule(C.op)
+    o, _i = s[C].split(C.op.axis[0], factor=8)
+    s[B].compute_at(s[C], o)
+    text = str(compiler.lower(s, [A, C]))
+    assert "B = T.allocate([2]" in text
+    f = compiler.build(s, [A, C])
+    a = RNG.random(64).astype("float32")
+    c = np.zeros(64, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, a[(np.arange(64) // 4) * 4] + 1.0)
+
+
+def test_random_bsr_matrix_layout_and_density():
+    w = random_bsr_matrix(64, 48, 8, 4, density=0.25, dtype="float32", seed=1)
+    assert w.shape == (64, 48) and w.blocksize == (8, 4) and w.data.dtype == np.float32
+    assert len(w.indptr) == 9 and w.indptr[-1] == len(w.indices) == len(w.data)
+    assert len(w.indices) == int(0.25 * 64 * 48) // 32 + 1
+    for r in range(8):       # columns increase within a block row, no duplicates
+        cols = w.indices[w.indptr[r]:w.indptr[r + 1]]
+        assert np.all(np.diff(cols) > 0)
+    again = random_bsr_matrix(64, 48, 8, 4, density=0.25, dtype="float32", seed=1)
+    np.testing.assert_array_equal(again.todense(), w.todense())
+    with pytest.raises(TEError, match=r"shape \(64, 47\) is not a multiple of the block"):
+        random_bsr_matrix(64, 47, 8, 4, density=0.25, dtype="float32")
+
+
+# ---------------------------------------------------------------------- tuning
+M, N, K, BS_R, BS_C = 16, 64, 32, 16, 1
+W = random_bsr_matrix(N, K, BS_R, BS_C, density=0.4, dtype="float32", seed=7)
+# TVM's names for the inputs of its sparse_dense, as the tutorial builds them
+PREFIX = (f"sparse_dense_bsr_{N}_{K}_{BS_R}_{BS_C}_{W.indices.shape[0]}_"
+          f"{W.indptr.shape[0]}_")
+
+
+@auto.register_workload("test_sparse_dense_bias_relu", override=True)
+def sparse_dense_bias_relu(m, n, k, w_data_shape, w_indices_shape, w_indptr_shape, dtype):
+    X = te.placeholder(shape=(m, k), dtype=dtype)
+    W_data = te.placeholder(shape=w_data_shape, dtype=dtype)
+    W_indices = te.placeholder(shape=w_indices_shape, dtype="int32")
+    W_indptr = te.placeholder(shape=w_indptr_shape, dtype="int32")
+    B = te.placeholder(shape=(m, n), dtype=dtype)
+    out = topi.nn.sparse_dense(topi.nn.relu(X), W_data, W_indices, W_indptr)
+    out = te.compute((m, n), lambda i, j: out[i, j] + B[i, j], name="BiasAdd")
+    return [X, W_data, W_indices, W_indptr, B, topi.nn.relu(out)]
+
+
+ARGS = (M, N, K, W.data.shape, W.indices.shape, W.indptr.shape, "float32")
+
+
+def meet_condition_func(search_policy, state, stage_id):
+    state = auto.loop_state.State(state, search_policy.search_task.compute_dag)
+    if state.stages[stage_id].op.tag in ["sparse_dense_sp_rhs_bsrmm",
+                                         "sparse_dense_sp_rhs_bsrmm_block"]:
+        return auto.PreloadCustomSketchRule.APPLY_AND_SKIP_REST
+    return auto.PreloadCustomSketchRule.PASS
+
+
+def apply_func(search_policy, state, stage_id):
+    """TVM's tutorial rule, as written there."""
+    s0 = auto.loop_state.State(state, search_policy.search_task.compute_dag)
+    if s0.stages[stage_id].op.tag == "sparse_dense_sp_rhs_bsrmm_block":
+        return [s0.state_object, stage_id - 1]
+    sparse_dense = s0.stages[stage_id].op
+    sparse_dense_block = s0.stages[stage_id - 1].op
+    consumer = sparse_dense
+    consumers = _ffi_api.SearchPolicyUtilsGetConsumers(search_policy.search_task,
+                                                       s0.state_object, stage_id)
+    if len(consumers) == 1:
+        consumer_id = int(consumers.items()[0][0])
+        if _ffi_api.SearchPolicyUtilsIsElementwiseMatch(search_policy.search_task,
+                                                        s0.state_object, stage_id,
+                                                        consumer_id):
+            consumer = s0.stages[consumer_id].op
+            s0.compute_inline(sparse_dense)
+    i, nb_j, j, row_offset, c = s0[sparse_dense_block].iters
+    m, n = s0[consumer].iters
+    i0, i1, i2 = s0.split(sparse_dense_block, i, [None, None])
+    m0, m1 = s0.follow_split(consumer, m, len(s0.transform_steps) - 1, 1)
+    j0, j1 = s0.split(sparse_dense_block, nb_j, [None])
+    n0, n1 = s0.follow_split(consumer, n, len(s0.transform_steps) - 1, 1)
+    s0.reorder(sparse_dense_block, [i0, j0, i1, j1, row_offset, i2, j, c])
+    s0.reorder(consumer, [m0, n0, m1, n1])
+    s0.compute_at(sparse_dense_block, consumer, n0)
+    return [[s0.state_object, stage_id - 2]]
+
+
+def _task(**kw):
+    return auto.SearchTask(func="test_sparse_dense_bias_relu", args=ARGS, target="llvm", **kw)
+
+
+def test_tvms_input_names_reach_the_sparse_placeholders():
+    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
+                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    names = sparse_input_names(task.compute_dag.tensors)
+    by_pos = {k: names[t] for k, t in enumerate(task.compute_dag.tensors) if t in names}
+    assert by_pos == {1: PREFIX + "W_data", 2: PREFIX + "W_indices", 3: PREFIX + "W_indptr"}
+    assert task.compute_dag.flop_ct >= 2 * M * N * K      # the op's FLOP attribute
+
+
+def test_tuning_without_the_row_pointers_is_refused(tmp_path):
+    task = _task()
+    opts = auto.TuningOptions(num_measure_trials=2, verbose=0)
+    with pytest.raises(TaskInputError, match=r"loop bounds of sparse_dense_block read .*"
+                                             r"argument 3\), which has no task input"):
+        task.tune(opts)
+
+
+def test_tvms_sparse_tutorial_tunes_and_builds_the_right_kernel(tmp_path):
+    log = str(tmp_path / "sparse.json")
+    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
+                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0,
+                               init_search_callbacks=[auto.PreloadCustomSketchRule(
+                                   meet_condition_func, apply_func, "SparseDense")])
+    sketches = policy.generate_sketches()
+    assert len(sketches) == 1        # the rule's, with the block attached in the consumer
+    assert sketches[0].stages[5].compute_at == auto.state.ITER
+    opts = auto.TuningOptions(num_measure_trials=6, num_measures_per_round=3, verbose=0,
+                              measure_callbacks=[auto.RecordToFile(log)])
+    stats = task.tune(opts, policy)
+    assert stats.trials == 6 and stats.errors < 6
+    sch, args = task.apply_best(log)
+    f = compiler.build(sch, args, "llvm")
+    x = RNG.standard_normal((M, K)).astype("float32")
+    b = RNG.standard_normal((M, N)).astype("float32")
+    y = np.zeros((M, N), "float32")
+    f(x, W.data, W.indices, W.indptr, b, y)
+    ref = np.maximum(np.maximum(x, 0) @ W.todense().T + b, 0)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_interval_of_div_and_mod_by_a_divisor_of_every_coefficient():
+    o, i = te.var("o"), te.var("i")
+    fixed, ext = {o}, {o: 10, i: 4}
+    lo, hi = interval((o * 8 + 4 + i) // 4, fixed, ext)
+    assert (str(lo), str(hi)) == ("o * 2 + 1", "o * 2 + 1")
+    lo, hi = interval((o * 8 + 2 + i) // 4, fixed, ext)
+    assert (str(lo), str(hi)) == ("o * 2", "o * 2 + 1")
+    lo, hi = interval((o * 8 + 4 + i) % 8, fixed, ext)
+    assert (lo.value, hi.value) == (4, 7)
+    lo, hi = interval((o * 6 + i) % 4, fixed, ext)        # 6 is not a multiple of 4
+    assert (lo.value, hi.value) == (0, 3)
+
+
+def test_a_stage_named_by_its_op_is_found_by_identity():
+    """Both ReLUs of the sparse workload are named T_relu."""
+    state = _task().compute_dag.get_init_state()
+    relus = [k for k, st in enumerate(state.stages) if st.op.name == "T_relu"]
+    assert len(relus) == 2
+    assert [state.stage_id(state.stages[k].op) for k in relus] == relus
+    assert state.stage_id("T_relu") == relus[0]
