@@ -40,7 +40,7 @@ from .measure_record import (
     recover_measure_input,
     save_records,
 )
-from .relay_integration import extract_tasks
+from .relay_integration import extract_tasks, is_auto_scheduler_enabled
 from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, SearchCallback
 from .search.policy import EmptyPolicy, SearchParams, SketchPolicy
 from .state import State
@@ -70,6 +70,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "RecordReader", "recover_measure_input", "feature",
            "register_task_input_check_func",
            "AutoSchedError", "InvalidStepError", "WorkloadError", "extract_tasks",
+           "is_auto_scheduler_enabled",
            "ApplyHistoryBest", "ApplyHistoryBestOrSample", "DispatchContext",
            "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",

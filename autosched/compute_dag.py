@@ -7,9 +7,11 @@ a te Schedule is deterministic; results of replays are cached by the step prefix
 """
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 
 from compiler import te
+from compiler.relay.backend.dispatch import dag_digest
 from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor, post_order_ops
 from compiler.tir import expr as E
 from compiler.tir.functor import Visitor
@@ -18,7 +20,7 @@ from . import state as S
 from .errors import AutoSchedError
 from .extents import static_extent
 from .features.access import AccessAnalyzer
-from .layout_rewrite import LayoutRewriteOption, replay_rewritten
+from .layout_rewrite import LayoutRewriteOption, plan_rewrites, replay_rewritten, rewrite_dag
 from .loop_state import LoopState
 from .steps.printing import PyNames, unique_names
 from .steps.registry import apply_step, apply_to_schedule, check_state
@@ -121,6 +123,28 @@ class ComputeDAG:
         check_state(state)
         sch, args, _ = replay_rewritten(self, state.transform_steps, layout_rewrite)
         return sch, args
+
+    def rewrite_layout_from_state(self, state) -> ComputeDAG:
+        """TVM's: the ComputeDAG whose layout-free weights are placeholders in the layout
+        ``state``'s tiling reads (REWRITE_FOR_PRE_TRANSFORMED); this DAG when ``state``
+        rewrites none."""
+        check_state(state)
+        plans = plan_rewrites(self, self.replay(state.transform_steps, readonly=True))
+        if not plans:
+            return self
+        _outs, args = rewrite_dag(self, plans, LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)
+        return ComputeDAG(args)
+
+    def hash_key(self) -> str:
+        """TVM's: a digest of the DAG's canonical text (names of tensors aside), the one
+        relay's task extraction keys its tasks with."""
+        return dag_digest([op.output(0) for op in self.outputs])
+
+    def workload_key(self) -> str:
+        """TVM's: ``[hash_key, shape of every tensor...]`` as JSON; a task extracted from
+        a relay model has this key."""
+        return json.dumps([self.hash_key()] + [[int(d.value) for d in t.shape]
+                                                for t in self.tensors])
 
     def layout_transforms(self, state) -> list:
         """The LayoutTransform of each weight REWRITE_FOR_PRE_TRANSFORMED rewrites."""

@@ -38,6 +38,12 @@ from .workload import register_workload_tensors
 __all__ = ["extract_tasks", "fused_groups", "write_task_table"]
 
 
+def is_auto_scheduler_enabled() -> bool:
+    """TVM's: whether the current PassContext makes relay builds use the records of the
+    active ``ApplyHistoryBest`` (``relay.backend.use_auto_scheduler``)."""
+    return bool(PassContext.current().config.get("relay.backend.use_auto_scheduler", False))
+
+
 def fused_groups(mod, params=None, opt_level: int = 3) -> list:
     """The primitive functions ``relay.build`` would lower, one per call, in call order."""
     config = {"relay.backend.use_auto_scheduler": True}

@@ -235,3 +235,17 @@ def test_records_measured_without_rewrite_build_without_it(tmp_path):
     assert "T.Buffer((16, 8, 3, 3)" in str(lib.lowered_funcs[conv])
     x = np.random.default_rng(0).standard_normal((1, 8, 16, 16)).astype("float32")
     np.testing.assert_allclose(run(lib, x), interp(mod, x), rtol=1e-4, atol=1e-4)
+
+
+def test_rewrite_layout_from_state_gives_the_pre_transformed_weights_dag():
+    """TVM's ComputeDAG.rewrite_layout_from_state: the weight placeholder takes the
+    shape the state's tiling reads; a state that rewrites nothing keeps the DAG."""
+    task = auto.SearchTask(func=catalog.dense, args=(16, 64, 48), target="llvm")
+    state = _states(task, 1, seed=3)[0]
+    (tr,) = task.compute_dag.layout_transforms(state)
+    rewritten = task.compute_dag.rewrite_layout_from_state(state)
+    assert [_shape(t) for t in rewritten.tensors] == [(16, 64), tuple(tr.new_shape), (16, 48)]
+    assert rewritten.flop_ct == task.compute_dag.flop_ct
+    plain = auto.SearchTask(func="softmax", args=(4, 32))
+    assert plain.compute_dag.rewrite_layout_from_state(
+        plain.compute_dag.get_init_state()) is plain.compute_dag

@@ -446,3 +446,16 @@ def test_or_sample_ranks_samples_with_a_saved_cost_model(net, tmp_path):
     assert got is not None and ctx.samples == 1
     with pytest.raises(CostModelError, match="XGBModel.load: cannot read .*missing.json"):
         auto.ApplyHistoryBestOrSample([], cost_model_file=tmp_path / "missing.json")
+
+
+def test_compute_dag_workload_key_is_the_extracted_tasks_key():
+    """TVM's ComputeDAG.workload_key()/hash_key() name an extracted task's DAG as the
+    extraction did, and is_auto_scheduler_enabled follows the PassContext."""
+    tasks, _ = auto.extract_tasks(small_net(), None, "llvm")
+    for task in tasks:
+        assert task.compute_dag.workload_key() == task.workload_key
+        assert json.loads(task.workload_key)[0] == task.compute_dag.hash_key()
+    assert not auto.is_auto_scheduler_enabled()
+    with compiler.transform.PassContext(opt_level=3, config=USE_AUTO):
+        assert auto.is_auto_scheduler_enabled()
+

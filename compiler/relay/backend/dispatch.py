@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from ...te.tensor import ComputeOp, PlaceholderOp, post_order_ops
 
 __all__ = ["push_provider", "pop_provider", "schedule_provider", "current_providers",
-           "canonical_dag_text", "workload_key"]
+           "canonical_dag_text", "dag_digest", "workload_key"]
 
 _LOCAL = threading.local()
 
@@ -78,7 +78,12 @@ def canonical_dag_text(outputs) -> str:
     return "\n".join(lines)
 
 
+def dag_digest(outputs) -> str:
+    """The digest part of a workload key: a hash of the canonical text."""
+    return hashlib.sha256(canonical_dag_text(outputs).encode()).hexdigest()[:16]
+
+
 def workload_key(inputs, outputs) -> str:
-    digest = hashlib.sha256(canonical_dag_text(outputs).encode()).hexdigest()[:16]
+    digest = dag_digest(outputs)
     shapes = [[int(s.value) for s in t.shape] for t in list(inputs) + list(outputs)]
     return json.dumps([digest, *shapes])
