@@ -2,6 +2,8 @@
 with its data-dependent reduce loop, the bound inference that keeps a BSR block stage
 attached at a loop to its own blocks, ``random_bsr_matrix``, and TVM's sparse tuning
 tutorial (task inputs under TVM's names, its custom sketch rule, ``_ffi_api``)."""
+import random
+
 import numpy as np
 import pytest
 from autosched_helpers import SMALL_SEARCH
@@ -235,3 +237,37 @@ def test_a_stage_named_by_its_op_is_found_by_identity():
     assert len(relus) == 2
     assert [state.stage_id(state.stages[k].op) for k in relus] == relus
     assert state.stage_id("T_relu") == relus[0]
+
+
+def _div_mod_case(seed):
+    """A consumer reading two producers through ``//`` and ``%`` (as a BSR reshape and a
+    layout transform do), both attached at random loops of random splits."""
+    rng = random.Random(seed)
+    n, d, m = rng.choice([24, 32, 36, 48, 64]), rng.choice([2, 3, 4, 6, 8]), \
+        rng.choice([2, 3, 4, 8])
+    nb, nm = (n + d - 1) // d, (n + m - 1) // m * m
+    A = te.placeholder((n,), name="A")
+    B = te.compute((nb,), lambda k: A[k * d % n] * 2.0, name="B")
+    Bm = te.compute((nm,), lambda k: A[k % n] + 1.0, name="Bm")
+    C = te.compute((n,), lambda i: B[i // d] + Bm[(i % m + m * (i // (m * 2))) % nm],
+                   name="C")
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=rng.choice([1, 2, 3, 4, 8, 12]))
+    at = [o, i]
+    if rng.random() < 0.5:
+        io, ii = s[C].split(i, factor=rng.choice([2, 4]))
+        at = [o, io, ii]
+    s[B].compute_at(s[C], rng.choice(at))
+    s[Bm].compute_at(s[C], rng.choice(at))
+    a = np.random.default_rng(seed).random(n).astype("float32")
+    c = np.zeros(n, "float32")
+    compiler.build(s, [A, C])(a, c)
+    k = np.arange(n)
+    ref = (a[(np.arange(nb) * d) % n] * 2)[k // d] + \
+        (a[np.arange(nm) % n] + 1)[(k % m + m * (k // (m * 2))) % nm]
+    np.testing.assert_allclose(c, ref, rtol=1e-6, err_msg=f"seed {seed}")
+
+
+def test_div_mod_reads_at_random_attach_points_match_numpy():
+    for seed in range(40):
+        _div_mod_case(seed)
