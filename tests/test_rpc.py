@@ -285,3 +285,51 @@ def test_rpc_runner_measures_with_the_task_inputs(cluster):
     assert results[0].error_no == MeasureErrorNo.NO_ERROR
     assert results[1].error_no == MeasureErrorNo.RUNTIME_DEVICE
     assert "ended during 'time'" in results[1].error_msg
+
+
+def _add_one_library(tmp_path):
+    A = te.placeholder((1024,), name="A")
+    B = te.compute(A.shape, lambda *i: A(*i) + 1.0, name="B")
+    func = compiler.build(te.create_schedule(B.op), [A, B], target="llvm", name="add_one")
+    path = str(tmp_path / "lib.tar")
+    func.export_library(path)
+    return path
+
+
+def test_cross_compilation_tutorial_runs_on_a_local_session(tmp_path):
+    """TVM's cross_compilation_and_rpc tutorial with local_demo = True: a kernel
+    exported as .tar, uploaded and loaded by name, called on nd arrays."""
+    path = _add_one_library(tmp_path)
+    assert compiler.runtime.load_module(path).entry_name == "add_one"
+    remote = rpc.LocalSession()
+    remote.upload(path)
+    func = remote.load_module("lib.tar")
+    dev = remote.cpu()
+    a = compiler.nd.array(np.random.uniform(size=1024).astype("float32"), dev)
+    b = compiler.nd.array(np.zeros(1024, dtype="float32"), dev)
+    func(a, b)
+    np.testing.assert_equal(b.numpy(), a.numpy() + 1)
+    assert func.time_evaluator(func.entry_name, dev, number=10)(a, b).mean > 0
+    with pytest.raises(rpc.RPCError, match="'other.tar' was not uploaded"):
+        remote.load_module("other.tar")
+
+
+def test_cross_compilation_tutorial_runs_on_a_server(cluster, tmp_path):
+    """The same on an RPC server: local nd arrays are copied to the session for the call
+    and the results copied back, as TVM's device arrays are."""
+    _tracker, _server, ts = cluster
+    path = _add_one_library(tmp_path)
+    with ts.request(KEY, timeout=10) as remote:
+        remote.upload(path)
+        func = remote.load_module("lib.tar")
+        dev = remote.cpu()
+        a = compiler.nd.array(np.random.uniform(size=1024).astype("float32"), dev)
+        b = compiler.nd.array(np.zeros(1024, dtype="float32"), dev)
+        func(a, b)
+        np.testing.assert_equal(b.numpy(), a.numpy() + 1)
+        assert func.time_evaluator(func.entry_name, dev, number=10)(a, b).mean > 0
+        c = np.zeros(1024, "float32")
+        func(a.numpy(), c)                                  # plain numpy arrays too
+        np.testing.assert_equal(c, a.numpy() + 1)
+        with pytest.raises(TypeError, match="expected an array or a number"):
+            func("a", c)

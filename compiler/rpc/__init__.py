@@ -7,6 +7,7 @@ registered under ``key``.  The wire format is JSON headers with raw byte blobs
 server, so a crash or a hang ends that session only.
 """
 from .client import (
+                     LocalSession,
                      RemoteFunction,
                      RemoteModule,
                      RemoteNDArray,
@@ -19,6 +20,6 @@ from .protocol import RPCConnectionClosed, RPCError
 from .server import Server
 from .tracker import Tracker
 
-__all__ = ["RemoteFunction", "RemoteModule", "RemoteNDArray", "RPCSession", "TrackerSession",
-           "connect", "connect_tracker", "RPCConnectionClosed", "RPCError", "Server",
-           "Tracker"]
+__all__ = ["LocalSession", "RemoteFunction", "RemoteModule", "RemoteNDArray", "RPCSession",
+           "TrackerSession", "connect", "connect_tracker", "RPCConnectionClosed", "RPCError",
+           "Server", "Tracker"]

@@ -14,12 +14,15 @@ a session whose process died raises ``RPCConnectionClosed`` on its next request.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
+import weakref
 
 import numpy as np
 
-from ..runtime import ProfileResult, cpu
+from ..runtime import ProfileResult, cpu, load_module
 from ..runtime.libmeta import encode_meta
 from ..runtime.meta import normalize_funcs_meta
 from . import protocol as P
@@ -156,17 +159,40 @@ class RemoteNDArray:
         return self
 
 
-def _args(args) -> list:
+def _args(session, args) -> tuple:
+    """(wire arguments, [(local array, its temporary RemoteNDArray)]): local arrays (a
+    numpy array or an NDArray, as ``nd.array(x, remote.cpu())`` makes) are uploaded for
+    the call, as TVM's sessions copy them to the device."""
     out: list = []
+    staged: list = []
     for a in args:
         if isinstance(a, RemoteNDArray):
+            if a.session is not session:
+                raise TypeError(f"remote call argument {a!r} belongs to another session")
             out.append({"h": a.handle})
         elif isinstance(a, (int, float)) and not isinstance(a, bool):
             out.append(a)
+        elif isinstance(a, np.ndarray) or hasattr(a, "numpy"):
+            tmp = session.array(a if isinstance(a, np.ndarray) else a.numpy())
+            staged.append((a, tmp))
+            out.append({"h": tmp.handle})
         else:
-            raise TypeError(f"remote call argument {a!r}: expected a RemoteNDArray of the "
-                            "session or a number")
-    return out
+            raise TypeError(f"remote call argument {a!r}: expected an array or a number")
+    return out, staged
+
+
+def _unstage(session, staged, copy_back: bool) -> None:
+    """Copy the call's results into the local arrays (every staged array: the session
+    does not say which ones the kernel wrote) and free the temporaries."""
+    if copy_back:
+        for local, tmp in staged:
+            data = tmp.numpy()
+            if isinstance(local, np.ndarray):
+                local[...] = data
+            else:
+                local.copyfrom(data)
+    if staged:
+        session.free(*[tmp for _, tmp in staged])
 
 
 class RemoteModule:
@@ -198,11 +224,13 @@ class RemoteModule:
         self.get_function(name)
 
         def evaluate(*args) -> ProfileResult:
+            wire, staged = _args(self.session, args)
             reply, _ = self.session.request(
-                {"op": "time", "module": self.handle, "func": name, "args": _args(args),
+                {"op": "time", "module": self.handle, "func": name, "args": wire,
                  "number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms,
                  "flush": bool(enable_cpu_cache_flush), "warmup": bool(warmup),
                  "timeout": timeout, "single_shot": single_shot}, timeout=timeout)
+            _unstage(self.session, staged, copy_back=False)
             return ProfileResult(tuple(reply["results"]), int(reply["number"]))
         return evaluate
 
@@ -212,9 +240,49 @@ class RemoteFunction:
         self.module, self.name = module, name
 
     def __call__(self, *args, timeout: float | None = None) -> None:
-        self.module.session.request({"op": "call", "module": self.module.handle,
-                                     "func": self.name, "args": _args(args),
-                                     "timeout": timeout}, timeout=timeout)
+        session = self.module.session
+        wire, staged = _args(session, args)
+        session.request({"op": "call", "module": self.module.handle, "func": self.name,
+                         "args": wire, "timeout": timeout}, timeout=timeout)
+        _unstage(session, staged, copy_back=True)
+
+
+class LocalSession:
+    """TVM's ``rpc.LocalSession``: the "remote" is this process (tutorials use it when
+    no device is at hand).  Files are uploaded to a temporary directory, removed when
+    the session is collected or closed; modules, arrays and devices are this
+    process's own, so ``compiler.nd.array(x, session.cpu())`` works as in TVM."""
+
+    def __init__(self):
+        self._dir = tempfile.mkdtemp(prefix="rpc-local-")
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._dir, True)
+
+    def cpu(self, dev_id: int = 0):
+        return cpu(dev_id)
+
+    def upload(self, data, target: str | None = None) -> None:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            if not target:
+                raise P.RPCError("upload(bytes): target (the remote file name) is required")
+            blob = bytes(data)
+        else:
+            with open(os.fspath(data), "rb") as f:
+                blob = f.read()
+            target = target or os.path.basename(os.fspath(data))
+        if os.path.basename(target) != target or target in ("", ".", ".."):
+            raise P.RPCError(f"upload name {target!r}: expected a plain file name")
+        with open(os.path.join(self._dir, target), "wb") as f:
+            f.write(blob)
+
+    def load_module(self, path):
+        """A module uploaded to this session, by file name."""
+        full = os.path.join(self._dir, os.path.basename(os.fspath(path)))
+        if not os.path.isfile(full):
+            raise P.RPCError(f"load_module: {path!r} was not uploaded to this session")
+        return load_module(full)
+
+    def close(self) -> None:
+        self._cleanup()
 
 
 def connect(url: str, port: int, key: str = "", session_timeout: float = 0,

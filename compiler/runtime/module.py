@@ -34,6 +34,7 @@ import numpy as np
 from ..errors import BuildError
 from .meta import DEFAULT_ALIGN, FuncMeta
 from .symbolic import bind_shapes
+from .tarlib import KERNEL_KIND, save_library
 from .timer import Evaluator
 from .toolchain import create_shared
 
@@ -417,11 +418,18 @@ class Module:
                        workspace_dir=None) -> None:
         """TVM's ``mod.export_library(path)``: a shared library linked by the system C
         compiler (``fcompile(output, objects, options=...)`` if given, else
-        ``create_shared``), loadable with ``tvm.runtime.load_module(path)``."""
+        ``create_shared``), or for a ``.tar`` path the object code in a tar; either loads
+        with ``tvm.runtime.load_module(path)``."""
         path = os.fspath(file_name)
         if path.endswith(".tar"):
-            raise BuildError(f"export_library({path!r}): tar archives of kernels are not "
-                             "supported; export a shared library (.so)")
+            # TVM's tar of object files; loading links the object in-process (no compiler)
+            if self._artifacts is None:
+                raise BuildError(f"export_library({path!r}): module {self.entry_name!r} was "
+                                 "loaded without its LLVM IR; export the module returned "
+                                 "by build instead")
+            save_library(path, KERNEL_KIND, {"objects": ["lib0.o"]},
+                         {"lib0.o": self._artifacts.save_bytes("obj")})
+            return
         with tempfile.TemporaryDirectory(prefix="tas-export-", dir=workspace_dir) as d:
             obj = os.path.join(d, "lib0.o")
             self.save(obj)
