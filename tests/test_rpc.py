@@ -296,12 +296,8 @@ def _add_one_library(tmp_path):
     return path
 
 
-def test_cross_compilation_tutorial_runs_on_a_local_session(tmp_path):
-    """TVM's cross_compilation_and_rpc tutorial with local_demo = True: a kernel
-    exported as .tar, uploaded and loaded by name, called on nd arrays."""
-    path = _add_one_library(tmp_path)
-    assert compiler.runtime.load_module(path).entry_name == "add_one"
-    remote = rpc.LocalSession()
+def _run_add_one(remote, path):
+    """The tutorial's steps on ``remote``: (the remote function, its input array)."""
     remote.upload(path)
     func = remote.load_module("lib.tar")
     dev = remote.cpu()
@@ -310,6 +306,16 @@ def test_cross_compilation_tutorial_runs_on_a_local_session(tmp_path):
     func(a, b)
     np.testing.assert_equal(b.numpy(), a.numpy() + 1)
     assert func.time_evaluator(func.entry_name, dev, number=10)(a, b).mean > 0
+    return func, a
+
+
+def test_cross_compilation_tutorial_runs_on_a_local_session(tmp_path):
+    """TVM's cross_compilation_and_rpc tutorial with local_demo = True: a kernel
+    exported as .tar, uploaded and loaded by name, called on nd arrays."""
+    path = _add_one_library(tmp_path)
+    assert compiler.runtime.load_module(path).entry_name == "add_one"
+    remote = rpc.LocalSession()
+    _run_add_one(remote, path)
     with pytest.raises(rpc.RPCError, match="'other.tar' was not uploaded"):
         remote.load_module("other.tar")
 
@@ -320,14 +326,7 @@ def test_cross_compilation_tutorial_runs_on_a_server(cluster, tmp_path):
     _tracker, _server, ts = cluster
     path = _add_one_library(tmp_path)
     with ts.request(KEY, timeout=10) as remote:
-        remote.upload(path)
-        func = remote.load_module("lib.tar")
-        dev = remote.cpu()
-        a = compiler.nd.array(np.random.uniform(size=1024).astype("float32"), dev)
-        b = compiler.nd.array(np.zeros(1024, dtype="float32"), dev)
-        func(a, b)
-        np.testing.assert_equal(b.numpy(), a.numpy() + 1)
-        assert func.time_evaluator(func.entry_name, dev, number=10)(a, b).mean > 0
+        func, a = _run_add_one(remote, path)
         c = np.zeros(1024, "float32")
         func(a.numpy(), c)                                  # plain numpy arrays too
         np.testing.assert_equal(c, a.numpy() + 1)

@@ -30,6 +30,18 @@ from . import protocol as P
 REPLY_MARGIN_SECONDS = 5.0
 
 
+def _upload_data(data, target) -> tuple:
+    """``(bytes, remote file name)`` of an upload: a file's contents under its base name,
+    or bytes under ``target``."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        if not target:
+            raise P.RPCError("upload(bytes): target (the remote file name) is required")
+        return bytes(data), target
+    with open(os.fspath(data), "rb") as f:
+        blob = f.read()
+    return blob, target or os.path.basename(os.fspath(data))
+
+
 class RPCSession:
     """A session on one RPC server (see the module doc)."""
 
@@ -103,14 +115,7 @@ class RPCSession:
 
     def upload(self, data, target: str | None = None) -> None:
         """Copy a file (path) or bytes to the session's directory as ``target``."""
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            if not target:
-                raise P.RPCError("upload(bytes): target (the remote file name) is required")
-            blob = bytes(data)
-        else:
-            with open(os.fspath(data), "rb") as f:
-                blob = f.read()
-            target = target or os.path.basename(os.fspath(data))
+        blob, target = _upload_data(data, target)
         self.request({"op": "upload", "name": target}, [blob])
 
     def load_module(self, path_or_obj, funcs_meta=None) -> RemoteModule:
@@ -261,14 +266,7 @@ class LocalSession:
         return cpu(dev_id)
 
     def upload(self, data, target: str | None = None) -> None:
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            if not target:
-                raise P.RPCError("upload(bytes): target (the remote file name) is required")
-            blob = bytes(data)
-        else:
-            with open(os.fspath(data), "rb") as f:
-                blob = f.read()
-            target = target or os.path.basename(os.fspath(data))
+        blob, target = _upload_data(data, target)
         if os.path.basename(target) != target or target in ("", ".", ".."):
             raise P.RPCError(f"upload name {target!r}: expected a plain file name")
         with open(os.path.join(self._dir, target), "wb") as f:
