@@ -2,7 +2,8 @@
 
 Invariants of the output (see docs/CONTRACTS.md section 1):
 - every loop runs from 0 with a constant extent (an expression of the shape variables
-  when the shape is symbolic); a root axis's value is
+  when the shape is symbolic, or a buffer load when a reduce axis's extent reads a
+  tensor); a root axis's value is
   ``root_min + offset(leaves)`` as computed by bound inference;
 - a tensor's buffer holds the region [root_min, root_min + extent) of every dimension,
   so reads subtract the producer's ``root_min`` (zero for root stages and arguments);
