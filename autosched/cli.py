@@ -25,6 +25,8 @@ import time
 import numpy as np
 
 from compiler import build, te, topi
+from compiler.rpc import RPCError
+from compiler.rpc.protocol import parse_addr
 from compiler.runtime import as_aligned
 
 from . import catalog
@@ -36,6 +38,7 @@ from .layout_rewrite import LayoutRewriteOption
 from .measure.builder import LocalBuilder
 from .measure.dask import ClusterError, DaskBuilder, DaskRunner
 from .measure.measurer import RecordToFile
+from .measure.rpc import RPCRunner
 from .measure.runner import LocalRunner
 from .network import ZOO
 from .search.callbacks import PreloadMeasuredStates
@@ -84,6 +87,11 @@ def parse_args(argv):
     p.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="build and measure on a dask.distributed cluster, e.g. "
                         "tcp://host:8786 (workers need --resources measure=1)")
+    p.add_argument("--rpc-tracker", default=None, metavar="HOST:PORT",
+                   help="measure on RPC servers registered with this tracker (tvmc's "
+                        "flag; start them with python -m compiler.exec.rpc_server)")
+    p.add_argument("--rpc-key", default=None, metavar="KEY",
+                   help="the key the RPC servers registered under (with --rpc-tracker)")
     p.add_argument("--network", default=None,
                    help=f"tune a whole model from the zoo ({', '.join(sorted(ZOO))}); an "
                         ".onnx file is given as the workload")
@@ -178,8 +186,20 @@ def import_xgboost_early(ns) -> bool:
 
 
 def make_measurers(ns):
-    """(builder, runner): local worker processes, or a Dask cluster with ``--dask``."""
+    """(builder, runner): local worker processes, a Dask cluster with ``--dask``, or RPC
+    servers with ``--rpc-tracker``/``--rpc-key`` (local builds)."""
     flush = ns.cache_flush if ns.cache_flush is not None else _is_model(ns)
+    if ns.rpc_tracker or ns.rpc_key:
+        if not (ns.rpc_tracker and ns.rpc_key) or ns.dask:
+            raise ValueError("--rpc-tracker and --rpc-key go together, and not with --dask")
+        try:
+            host, port = parse_addr(ns.rpc_tracker, "--rpc-tracker")
+        except RPCError as err:
+            raise ValueError(str(err)) from None
+        return LocalBuilder(), RPCRunner(ns.rpc_key, host, port, timeout=ns.timeout,
+                                         number=ns.runner_number, repeat=ns.runner_repeat,
+                                         min_repeat_ms=ns.min_repeat_ms,
+                                         enable_cpu_cache_flush=flush)
     if ns.dask:
         builder = DaskBuilder(ns.dask)
         runner = DaskRunner(builder.client, timeout=ns.timeout, number=ns.runner_number,
@@ -204,6 +224,8 @@ def resume_command(ns, log: str) -> str:
               "--seed", str(ns.seed), "--model", ns.model]
     if ns.dask:
         parts += ["--dask", ns.dask]
+    if ns.rpc_tracker:
+        parts += ["--rpc-tracker", ns.rpc_tracker, "--rpc-key", str(ns.rpc_key)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -313,7 +335,7 @@ def main(argv=None) -> int:
     try:
         recorder = RecordToFile(log)          # checks the log path before any work
         builder, runner = make_measurers(ns)
-    except (ClusterError, ImportError, OSError) as err:
+    except (ClusterError, ImportError, OSError, ValueError) as err:
         print(f"tune: error: {err}", file=sys.stderr)
         return 2
     opts = TuningOptions(

@@ -29,6 +29,7 @@ from .cost_model.xgb_model import prior_from_text
 from .default_state import default_state
 from .dispatch import read_default_costs
 from .errors import AutoSchedError
+from .measure.dask import ClusterError
 from .measure.measurer import RecordToFile
 from .network import (
     build_network,
@@ -133,7 +134,11 @@ def run_network(ns, make_measurers) -> int:
 
 
 def _tune(ns, tasks, weights, log, make_measurers):
-    builder, runner = make_measurers(ns)
+    try:
+        builder, runner = make_measurers(ns)
+    except (ClusterError, ImportError, OSError, ValueError) as err:
+        print(f"tune: error: {err}", file=sys.stderr)
+        return 2, math.inf, math.inf
     resume = os.path.exists(log)
     # the table now (records summary works while tuning runs), keeping measured defaults
     known = read_default_costs(log + ".tasks.json")

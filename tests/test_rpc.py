@@ -14,7 +14,7 @@ from planted_kernels import CRASH_BODY, HANG_BODY, hand_kernel, slow_body
 
 import autosched as auto
 import compiler
-from autosched import catalog  # noqa: F401  (registers the built-in workloads)
+from autosched import catalog, cli  # noqa: F401  (catalog registers the workloads)
 from autosched.measure import BuildResult, MeasureErrorNo, MeasureInput, RPCRunner
 from autosched.task_inputs import register_task_input_buffer
 from compiler import rpc, te
@@ -332,3 +332,20 @@ def test_cross_compilation_tutorial_runs_on_a_server(cluster, tmp_path):
         np.testing.assert_equal(c, a.numpy() + 1)
         with pytest.raises(TypeError, match="expected an array or a number"):
             func("a", c)
+
+
+def test_tune_cli_measures_through_the_tracker(cluster, tmp_path, capsys):
+    tracker, _server, _ts = cluster
+    log = str(tmp_path / "cli.json")
+    rc = cli.main(["matmul", "--args", "32", "32", "32", "--trials", "4", "--log", log,
+                   "--rpc-tracker", f"127.0.0.1:{tracker.port}", "--rpc-key", KEY,
+                   "--quiet"])
+    assert rc == 0
+    pairs = list(auto.load_records(log))
+    assert len(pairs) >= 4 and all(res.error_no == 0 for _, res in pairs)
+    assert cli.main(["matmul", "--trials", "4", "--log", log, "--rpc-key", KEY,
+                     "--quiet"]) == 2
+    assert "--rpc-tracker and --rpc-key go together" in capsys.readouterr().err
+    assert cli.main(["matmul", "--trials", "4", "--log", log, "--rpc-key", KEY,
+                     "--rpc-tracker", "nowhere", "--quiet"]) == 2
+    assert "--rpc-tracker 'nowhere': expected 'host:port'" in capsys.readouterr().err
