@@ -349,3 +349,15 @@ def test_tune_cli_measures_through_the_tracker(cluster, tmp_path, capsys):
     assert cli.main(["matmul", "--trials", "4", "--log", log, "--rpc-key", KEY,
                      "--rpc-tracker", "nowhere", "--quiet"]) == 2
     assert "--rpc-tracker 'nowhere': expected 'host:port'" in capsys.readouterr().err
+
+
+def test_rpc_runner_checks_outputs_against_the_reference(cluster):
+    tracker, _server, _ts = cluster
+    inputs = [MeasureInput(_Task(), None)] * 2
+    brs = [_built(_real_matmul()), _built(_hand_kernel("noop", "entry:\n  ret void"))]
+    with RPCRunner(KEY, "127.0.0.1", tracker.port, min_repeat_ms=0, check_correctness=True,
+                   reference_func=lambda task: _real_matmul()) as runner:
+        good, wrong = runner.run(inputs, brs)
+    assert good.error_no == MeasureErrorNo.NO_ERROR
+    assert wrong.error_no == MeasureErrorNo.WRONG_ANSWER
+    assert "output 'C' differs from the reference" in wrong.error_msg

@@ -14,8 +14,10 @@ Invariants:
   outlives ``timeout`` (the server's timer ends the session) RUN_TIMEOUT (7), a module
   the server cannot load COMPILE_DEVICE (3); failing to get a session at all is
   RUNTIME_DEVICE naming the tracker and key.  The next candidate gets a fresh session;
-- as LocalRunner: a first call of ``slow_call_seconds`` or more is the measurement, and
-  with a ``RunCutoff`` a candidate far slower than the task's best so far is stopped;
+- as LocalRunner: a first call of ``slow_call_seconds`` or more is the measurement,
+  with a ``RunCutoff`` a candidate far slower than the task's best so far is stopped,
+  and ``check_correctness`` compares each candidate's outputs (downloaded) with the
+  reference kernel's (run once per task) -- WRONG_ANSWER (5) when they differ;
 - ``n_parallel`` sessions measure concurrently (for several remote devices); results
   come back in input order;
 - nothing is pickled: only object code, JSON and raw array bytes travel.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,7 +37,17 @@ from compiler.runtime import empty_aligned, normalize_funcs_meta
 from ..checks import check_number
 from ..task_inputs import arrays_for
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
-from .runner import RunConfig, RunCutoff, _random_array, repeat_costs, run_limits
+from .runner import (
+    RunConfig,
+    RunCutoff,
+    WrongAnswerError,
+    _check_comparable,
+    _check_outputs,
+    _random_array,
+    default_reference_func,
+    repeat_costs,
+    run_limits,
+)
 from .workers import check_seconds
 
 _REQUEST_TIMEOUT = 60.0      # how long a run waits for a free server of its key
@@ -61,6 +74,16 @@ def _inputs(meta, seed: int, fixed) -> list:
     return arrays
 
 
+def _zero_outputs(session, meta, args) -> None:
+    session.request({"op": "zero", "handles": [a.handle for p, a in zip(meta.params, args)
+                                               if p.written]})
+
+
+def _outputs(meta, args) -> list:
+    """The written arguments downloaded (None for the inputs)."""
+    return [a.numpy() if p.written else None for p, a in zip(meta.params, args)]
+
+
 class _Slot:
     """One session and the arguments it holds (a session per parallel measurement)."""
 
@@ -80,14 +103,17 @@ class RPCRunner(ProgramRunner):
     0); ``seed`` picks the random inputs; ``request_timeout`` bounds the wait for a free
     server.  ``slow_call_seconds`` and ``cutoff`` work as LocalRunner's: a first call
     that slow is the measurement, and a candidate far slower than the task's best so far
-    is stopped (the server's timer ends its session)."""
+    is stopped (the server's timer ends its session).  So do ``check_correctness``,
+    ``reference_func``, ``rtol`` and ``atol``: the reference runs once per task on the
+    server, and each candidate's outputs are downloaded and compared with its."""
 
     def __init__(self, key: str, host: str, port: int, priority: int = 1,
                  n_parallel: int = 1, timeout: float = 10, number: int = 3, repeat: int = 1,
                  min_repeat_ms: float = 100, cooldown_interval: float = 0.0,
                  enable_cpu_cache_flush: bool = False, device: int = 0, seed: int = 0,
                  request_timeout: float = _REQUEST_TIMEOUT, slow_call_seconds: float = 0.1,
-                 cutoff: RunCutoff | None = RunCutoff()):
+                 cutoff: RunCutoff | None = RunCutoff(), check_correctness: bool = False,
+                 reference_func=None, rtol: float = 1e-3, atol: float = 1e-5):
         if not isinstance(key, str) or not key:
             raise ValueError(f"RPCRunner key {key!r}: expected the non-empty key the "
                              "servers registered under")
@@ -100,8 +126,14 @@ class RPCRunner(ProgramRunner):
         self.timeout = check_seconds(timeout, "RPCRunner timeout")
         self.request_timeout = check_seconds(request_timeout, "RPCRunner request_timeout")
         self.config = RunConfig(number, repeat, min_repeat_ms, cooldown_interval,
-                                bool(enable_cpu_cache_flush), seed,
-                                slow_call_seconds=slow_call_seconds)
+                                bool(enable_cpu_cache_flush), seed, rtol, atol,
+                                slow_call_seconds)
+        self.check_correctness = bool(check_correctness)
+        self.reference_func = default_reference_func if reference_func is None \
+            else reference_func
+        if not callable(self.reference_func):
+            raise TypeError(f"RPCRunner reference_func {reference_func!r} is not callable")
+        self._references: dict = {}  # task key -> reference outputs, or None: unusable
         if cutoff is not None and not isinstance(cutoff, RunCutoff):
             raise TypeError(f"RPCRunner cutoff {cutoff!r}: expected a RunCutoff or None")
         self.cutoff = cutoff
@@ -185,6 +217,15 @@ class RPCRunner(ProgramRunner):
                                         f"with key {self.key!r} from the tracker at "
                                         f"{self.host}:{self.port}: {e}", br.time_cost)
         task_key = f"{inp.task.workload_key}|{inp.task.target}"
+        reference = None
+        if self.check_correctness:
+            _check_comparable(inp.task)
+            reference = self._reference(slot, session, inp.task, task_key)
+            try:
+                session = self._session(slot)      # a crashing reference ends its session
+            except rpc.RPCError as e:
+                return MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, f"no RPC session "
+                                            f"with key {self.key!r}: {e}", br.time_cost)
         with self._lock:
             best = self._best.get(task_key)
         single_shot, timeout, early = run_limits(self.config, self.cutoff, self.timeout, best)
@@ -200,9 +241,16 @@ class RPCRunner(ProgramRunner):
                                        min_repeat_ms=cfg.min_repeat_ms,
                                        enable_cpu_cache_flush=cfg.enable_cpu_cache_flush,
                                        timeout=timeout, single_shot=single_shot)
+            if reference is not None:
+                _zero_outputs(session, metas[0], args)
             t_run = time.perf_counter()
             calls = list(timer(*args).results)
             session.free(mod.handle)
+            if reference is not None:
+                _check_outputs(metas[0], _outputs(metas[0], args), reference, self.config)
+        except WrongAnswerError as e:
+            return MeasureResult.failed(MeasureErrorNo.WRONG_ANSWER, str(e),
+                                        br.time_cost + time.perf_counter() - t0)
         except rpc.RPCError as e:
             failed = (e, stage, time.perf_counter() - t_run, timeout, early, best)
             return self._failure(slot, failed, br.time_cost + time.perf_counter() - t0)
@@ -215,6 +263,30 @@ class RPCRunner(ProgramRunner):
             self._best[task_key] = mean if cur is None else min(cur, mean)
         return MeasureResult(costs, MeasureErrorNo.NO_ERROR, "",
                              br.time_cost + time.perf_counter() - t0, time.time())
+
+    def _reference(self, slot: _Slot, session, task, task_key: str):
+        """The reference kernel's outputs for ``task`` (run once, on the server, with the
+        candidates' inputs); None, after a warning, when it cannot be had."""
+        if task_key in self._references:
+            return self._references[task_key]
+        outs = None
+        try:
+            obj, metas = self.reference_func(task)
+            metas = normalize_funcs_meta(metas)
+            mod = session.load_module(obj, metas)
+            args = self._arguments(slot, session, metas[0], task)
+            _zero_outputs(session, metas[0], args)
+            mod(*args, timeout=self.timeout)
+            outs = _outputs(metas[0], args)
+            session.free(mod.handle)
+        except Exception as e:     # noqa: BLE001 - any failure: outputs are not checked
+            if isinstance(e, rpc.RPCConnectionClosed):
+                slot.session = None
+            warnings.warn(f"check_correctness: the reference of {task_key} failed on the RPC "
+                          f"server ({type(e).__name__}: {e}); its outputs are not checked",
+                          stacklevel=3)
+        self._references[task_key] = outs
+        return outs
 
     def _arguments(self, slot: _Slot, session, meta, task) -> list:
         fixed = arrays_for(task)
