@@ -271,3 +271,35 @@ def _div_mod_case(seed):
 def test_div_mod_reads_at_random_attach_points_match_numpy():
     for seed in range(40):
         _div_mod_case(seed)
+
+
+def test_cache_write_of_a_data_dependent_reduction_reads_its_own_axes():
+    """The cache stage's row-length extent must read ``indptr`` at the cache stage's
+    axes (it read the original stage's, undefined there)."""
+    w = random_bsr_matrix(32, 64, 4, 4, density=0.3, dtype="float32", seed=2)
+    X, D, idx, ptr = _placeholders((8, 64), (w.data, w.indices, w.indptr))
+    Y = topi.nn.sparse_dense(X, D, idx, ptr)
+    blk = Y.op.input_tensors[0]
+    s = te.create_schedule(Y.op)
+    cached = s.cache_write(blk, "local")
+    s[cached].split(s[cached].op.axis[1], factor=2)
+    f = compiler.build(s, [X, D, idx, ptr, Y])
+    x = RNG.random((8, 64)).astype("float32")
+    out = np.zeros((8, 32), "float32")
+    f(x, w.data, w.indices, w.indptr, out)
+    np.testing.assert_allclose(out, x @ w.todense().T, rtol=1e-5)
+
+
+def test_without_a_custom_rule_the_sparse_stage_is_not_tiled_and_tunes(tmp_path):
+    """Multi-level tiling would put the row-length loop outside the block-row loop that
+    defines its extent: the built-in rules leave such a stage untiled."""
+    log = str(tmp_path / "plain.json")
+    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
+                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0)
+    (sketch,) = policy.generate_sketches()
+    assert not any(type(s).__name__ == "SplitStep" for s in sketch.transform_steps)
+    opts = auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4, verbose=0,
+                              measure_callbacks=[auto.RecordToFile(log)])
+    stats = task.tune(opts, policy)
+    assert stats.trials == 4 and stats.errors == 0

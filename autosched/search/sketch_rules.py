@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import state as S
 from ..errors import AutoSchedError
-from ..extents import static_extent
+from ..extents import is_data_dependent, static_extent
 from ..loop_state import LoopState
 from ..steps import registry as ST
 from ..steps.registry import apply_step
@@ -74,8 +74,13 @@ def elementwise_consumer(state, sid):
 
 
 def needs_mlt(state, sid) -> bool:
+    """Whether the stage gets multi-level tiling: not when a reduce loop's extent is read
+    at the spatial axes (a sparse row's length), since tiling puts reduce loops outside
+    spatial ones, where that extent is not defined (TVM's tutorial tiles such a stage
+    with a custom rule that keeps the reduce loop inside)."""
     st = state.stages[sid]
-    return not st.is_placeholder and state.dag.access.needs_multi_level_tiling(st.op)
+    return not st.is_placeholder and state.dag.access.needs_multi_level_tiling(st.op) \
+        and not any(is_data_dependent(iv) for iv in st.op.reduce_axis)
 
 
 def multi_level_tiling(state, sid, structure=CPU_STRUCTURE):

@@ -140,7 +140,12 @@ def _fresh_axes(op: ComputeOp, suffix: str = ""):
         vmap[iv.var] = n.var
         axis.append(n)
     for iv in op.reduce_axis:
-        n = E.IterVar(iv.dom, E.Var(iv.var.name + suffix, iv.var.dtype), iv.iter_type)
+        dom = iv.dom
+        if not isinstance(dom.extent, E.IntImm):
+            # an extent read from a tensor at the spatial axes (a sparse row's length)
+            # must read it at the copies' axes
+            dom = E.Range(substitute(dom.min, vmap), substitute(dom.extent, vmap))
+        n = E.IterVar(dom, E.Var(iv.var.name + suffix, iv.var.dtype), iv.iter_type)
         vmap[iv.var] = n.var
         raxis.append(n)
     return axis, raxis, vmap
