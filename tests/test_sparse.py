@@ -14,7 +14,7 @@ from autosched import _ffi_api
 from autosched.sparse_inputs import sparse_input_names
 from autosched.task_inputs import TaskInputError
 from compiler import te, topi
-from compiler.errors import TEError
+from compiler.errors import ScheduleError, TEError
 from compiler.schedule.bound import interval
 from compiler.topi.sparse.utils import random_bsr_matrix
 
@@ -303,3 +303,14 @@ def test_without_a_custom_rule_the_sparse_stage_is_not_tiled_and_tunes(tmp_path)
                               measure_callbacks=[auto.RecordToFile(log)])
     stats = task.tune(opts, policy)
     assert stats.trials == 4 and stats.errors == 0
+
+
+def test_rfactor_of_a_data_dependent_reduction_is_refused_clearly():
+    dense = RNG.random((6, 10)).astype("float32")
+    X, D, idx, ptr = _placeholders((4, 10), _csr(dense))
+    Y = topi.nn.sparse_dense(X, D, idx, ptr)
+    s = te.create_schedule(Y.op)
+    _eo, ei = s[Y].split(Y.op.reduce_axis[0], factor=2)
+    with pytest.raises(ScheduleError, match=r"rfactor on stage sparse_dense: reduce axis "
+                                            r"elem_idx has the data-dependent extent"):
+        s.rfactor(Y, ei)

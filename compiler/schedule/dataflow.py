@@ -12,7 +12,7 @@ from ..te.tensor import ComputeOp, Tensor
 from ..tir import expr as E
 from ..tir import op as _op
 from ..tir.analysis import free_vars
-from ..tir.functor import Mutator, substitute
+from ..tir.functor import Mutator, post_order_visit, substitute
 from .bound import leaf_values, overshoot_checks
 from .relations import dom_extent
 
@@ -210,6 +210,11 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
     if axis.iter_type != E.IterVar.CommReduce:
         raise ScheduleError(f"rfactor on stage {st.name}: axis {axis.var.name} is not a "
                             "reduction axis")
+    for iv in op.reduce_axis:
+        if _reads_tensor(iv.dom.extent):
+            raise ScheduleError(f"rfactor on stage {st.name}: reduce axis {iv.var.name} has "
+                                f"the data-dependent extent {iv.dom.extent}; rfactor needs "
+                                "extents that do not read tensors")
     ndim = len(op.axis)
     if not 0 <= factor_axis <= ndim:
         raise ScheduleError(f"rfactor on stage {st.name}: factor_axis {factor_axis} out of "
@@ -263,6 +268,12 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
     sch.stage_map[new_op] = st
     _replace_dataflow(sch, {cur: new_op.output(0)}, skip=[st, rf_stage])
     return rf_op.output(0)
+
+
+def _reads_tensor(expr) -> bool:
+    found: list = []
+    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, E.ProducerLoad) else None)
+    return bool(found)
 
 
 def _reduce_root_values(st, op):
