@@ -314,3 +314,23 @@ def test_rfactor_of_a_data_dependent_reduction_is_refused_clearly():
     with pytest.raises(ScheduleError, match=r"rfactor on stage sparse_dense: reduce axis "
                                             r"elem_idx has the data-dependent extent"):
         s.rfactor(Y, ei)
+
+
+def test_schedule_primitives_on_a_data_dependent_loop():
+    dense = RNG.random((12, 20)).astype("float32") * (RNG.random((12, 20)) < 0.5)
+    w = _csr(dense)
+    X, D, idx, ptr = _placeholders((6, 20), w)
+    Y = topi.nn.sparse_dense(X, D, idx, ptr)
+    s = te.create_schedule(Y.op)
+    e = Y.op.reduce_axis[0]
+    with pytest.raises(ScheduleError, match="axis elem_idx is a reduction .* only "
+                                            "data-parallel axes can be parallel$"):
+        s[Y].parallel(e)
+    with pytest.raises(ScheduleError, match="only data-parallel axes can be vectorized$"):
+        s[Y].vectorize(e)
+    _eo, ei = s[Y].split(e, factor=4)
+    s[Y].unroll(ei)                        # a tail guarded by the row's length
+    x = RNG.random((6, 20)).astype("float32")
+    out = np.zeros((6, 12), "float32")
+    compiler.build(s, [X, D, idx, ptr, Y])(x, *w, out)
+    np.testing.assert_allclose(out, x @ dense.T, rtol=1e-5)

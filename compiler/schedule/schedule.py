@@ -191,7 +191,8 @@ class Stage:
         self._check_leaf(iv, kind)
         if kind in (ANN_VECTORIZE, ANN_PARALLEL) and iv.iter_type != E.IterVar.DataPar:
             raise ScheduleError(f"{kind} on stage {self.name}: axis {iv.var.name} is a reduction "
-                                f"(or mixed) axis; only data-parallel axes can be {kind}d")
+                                "(or mixed) axis; only data-parallel axes can be "
+                                f"{'vectorized' if kind == ANN_VECTORIZE else 'parallel'}")
         self.annotations[iv] = kind
 
     @traced("bind")
