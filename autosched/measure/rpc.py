@@ -210,31 +210,49 @@ class RPCRunner(ProgramRunner):
         t0 = time.perf_counter()
         if self.config.cooldown_interval > 0:
             time.sleep(self.config.cooldown_interval)
+        task_key = f"{inp.task.workload_key}|{inp.task.target}"
+        reference = None
         try:
             session = self._session(slot)
+            if self.check_correctness:
+                _check_comparable(inp.task)
+                reference = self._reference(slot, session, inp.task, task_key)
+                session = self._session(slot)      # a crashing reference ends its session
         except rpc.RPCError as e:
             return MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, f"no RPC session "
                                         f"with key {self.key!r} from the tracker at "
                                         f"{self.host}:{self.port}: {e}", br.time_cost)
-        task_key = f"{inp.task.workload_key}|{inp.task.target}"
-        reference = None
-        if self.check_correctness:
-            _check_comparable(inp.task)
-            reference = self._reference(slot, session, inp.task, task_key)
-            try:
-                session = self._session(slot)      # a crashing reference ends its session
-            except rpc.RPCError as e:
-                return MeasureResult.failed(MeasureErrorNo.RUNTIME_DEVICE, f"no RPC session "
-                                            f"with key {self.key!r}: {e}", br.time_cost)
         with self._lock:
             best = self._best.get(task_key)
-        single_shot, timeout, early = run_limits(self.config, self.cutoff, self.timeout, best)
+        limits = run_limits(self.config, self.cutoff, self.timeout, best)
+        got = self._time(slot, session, inp.task, br, reference, limits)
+        if isinstance(got, WrongAnswerError):
+            return MeasureResult.failed(MeasureErrorNo.WRONG_ANSWER, str(got),
+                                        br.time_cost + time.perf_counter() - t0)
+        if isinstance(got, tuple):
+            return self._failure(slot, got + (limits[1], limits[2], best),
+                                 br.time_cost + time.perf_counter() - t0)
+        n = self.config.number * self.config.repeat
+        costs = got if len(got) < n else repeat_costs(got, self.config.number,
+                                                      self.config.repeat)
+        mean = sum(costs) / len(costs)
+        with self._lock:
+            cur = self._best.get(task_key)
+            self._best[task_key] = mean if cur is None else min(cur, mean)
+        return MeasureResult(costs, MeasureErrorNo.NO_ERROR, "",
+                             br.time_cost + time.perf_counter() - t0, time.time())
+
+    def _time(self, slot: _Slot, session, task, br: BuildResult, reference, limits):
+        """The timed calls of one candidate on ``session``; a WrongAnswerError when its
+        outputs differ from ``reference``; ``(error, stage, seconds running)`` when the
+        session failed it."""
+        single_shot, timeout, _early = limits
         stage, t_run = "load", time.perf_counter()
         try:
             metas = normalize_funcs_meta(br.metas)
             mod = session.load_module(br.obj, metas)
             stage = "run"
-            args = self._arguments(slot, session, metas[0], inp.task)
+            args = self._arguments(slot, session, metas[0], task)
             cfg = self.config
             timer = mod.time_evaluator(mod.entry_name, number=1,
                                        repeat=cfg.number * cfg.repeat,
@@ -247,22 +265,12 @@ class RPCRunner(ProgramRunner):
             calls = list(timer(*args).results)
             session.free(mod.handle)
             if reference is not None:
-                _check_outputs(metas[0], _outputs(metas[0], args), reference, self.config)
+                _check_outputs(metas[0], _outputs(metas[0], args), reference, cfg)
         except WrongAnswerError as e:
-            return MeasureResult.failed(MeasureErrorNo.WRONG_ANSWER, str(e),
-                                        br.time_cost + time.perf_counter() - t0)
+            return e
         except rpc.RPCError as e:
-            failed = (e, stage, time.perf_counter() - t_run, timeout, early, best)
-            return self._failure(slot, failed, br.time_cost + time.perf_counter() - t0)
-        n = self.config.number * self.config.repeat
-        costs = calls if len(calls) < n else repeat_costs(calls, self.config.number,
-                                                          self.config.repeat)
-        mean = sum(costs) / len(costs)
-        with self._lock:
-            cur = self._best.get(task_key)
-            self._best[task_key] = mean if cur is None else min(cur, mean)
-        return MeasureResult(costs, MeasureErrorNo.NO_ERROR, "",
-                             br.time_cost + time.perf_counter() - t0, time.time())
+            return e, stage, time.perf_counter() - t_run
+        return calls
 
     def _reference(self, slot: _Slot, session, task, task_key: str):
         """The reference kernel's outputs for ``task`` (run once, on the server, with the
