@@ -11,6 +11,7 @@ from autosched_helpers import SMALL_SEARCH
 import autosched as auto
 import compiler
 from autosched import _ffi_api
+from autosched.search.init_rules import sample_state
 from autosched.sparse_inputs import sparse_input_names
 from autosched.task_inputs import TaskInputError
 from compiler import te, topi
@@ -334,3 +335,29 @@ def test_schedule_primitives_on_a_data_dependent_loop():
     out = np.zeros((6, 12), "float32")
     compiler.build(s, [X, D, idx, ptr, Y])(x, *w, out)
     np.testing.assert_allclose(out, x @ dense.T, rtol=1e-5)
+
+
+def test_the_block_row_loop_before_a_one_wide_column_loop_is_vectorized():
+    """The tutorial's sketch ends the block stage with ``j`` (a block's rows) and ``c``
+    (its columns, one wide): the column loop vanishes in lowering, so the vectorization
+    rule looks past it and vectorizes ``j``; the kernel still matches numpy."""
+    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
+                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0,
+                               init_search_callbacks=[auto.PreloadCustomSketchRule(
+                                   meet_condition_func, apply_func, "SparseDense")])
+    (sketch,) = policy.generate_sketches()
+    rng = random.Random(0)
+    state = sample_state(sketch, rng, 2)
+    block = state.stages[5]
+    assert [it.name for it in block.iters[-2:]] == ["j", "c"]
+    assert block.iters[-2].annotation == auto.state.ANN_VECTORIZE
+    assert block.iters[-1].annotation == auto.state.ANN_NONE
+    sch, args = task.compute_dag.apply_steps_from_state(state)
+    f = compiler.build(sch, args)
+    x = RNG.standard_normal((M, K)).astype("float32")
+    b = RNG.standard_normal((M, N)).astype("float32")
+    y = np.zeros((M, N), "float32")
+    f(x, W.data, W.indices, W.indptr, b, y)
+    ref = np.maximum(np.maximum(x, 0) @ W.todense().T + b, 0)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)

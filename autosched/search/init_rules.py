@@ -188,9 +188,16 @@ def init_vectorization(state, rng, max_lanes: int = MAX_VECTORIZE_LANES):
         if st.is_placeholder or st.compute_at == S.INLINED:
             continue
         attached = {it for s, (t, it) in state.attach_map.items() if t == sid}
+        # reduce loops of extent 1 at the end vanish in lowering (a BSR block's column
+        # loop when blocks are one column wide): the spatial loop before them is the
+        # innermost one the kernel runs
+        skip = 0
+        while skip < len(st.iters) - 1 and st.iters[-1 - skip].kind == S.REDUCTION and \
+                st.iters[-1 - skip].extent == 1 and len(st.iters) - 1 - skip not in attached:
+            skip += 1
         n, prod_ = 0, 1
-        while n < len(st.iters):
-            iid = len(st.iters) - 1 - n
+        while n + skip < len(st.iters):
+            iid = len(st.iters) - 1 - skip - n
             it = st.iters[iid]
             if iid in attached or it.kind != S.SPATIAL or it.annotation != S.ANN_NONE:
                 break
@@ -202,9 +209,10 @@ def init_vectorization(state, rng, max_lanes: int = MAX_VECTORIZE_LANES):
             n += 1
         if n > 1:
             n = 1 + rng.randrange(n)
-        if n == 0 or (st.iters[-1].extent or 1) == 1 and n == 1:
+        end = len(st.iters) - skip
+        if n == 0 or (st.iters[end - 1].extent or 1) == 1 and n == 1:
             continue
-        ids = tuple(range(len(st.iters) - n, len(st.iters)))
+        ids = tuple(range(end - n, end))
         target = ids[0] if n == 1 else apply_step(state, ST.FuseStep(sid, ids))
         apply_step(state, ST.AnnotationStep(sid, target, S.ANN_VECTORIZE))
     return state
