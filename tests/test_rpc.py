@@ -361,3 +361,18 @@ def test_rpc_runner_checks_outputs_against_the_reference(cluster):
     assert good.error_no == MeasureErrorNo.NO_ERROR
     assert wrong.error_no == MeasureErrorNo.WRONG_ANSWER
     assert "output 'C' differs from the reference" in wrong.error_msg
+
+
+def test_parallel_slots_share_the_servers_they_get(cluster):
+    """Two parallel slots and one server: each slot gives the server back after its
+    candidate, so the other never waits for its request to time out."""
+    tracker, _server, _ts = cluster
+    inputs = [MeasureInput(_Task(), None)] * 4
+    brs = [_built(_real_matmul())] * 4
+    t0 = time.perf_counter()
+    with RPCRunner(KEY, "127.0.0.1", tracker.port, n_parallel=2, min_repeat_ms=0,
+                   request_timeout=20) as runner:
+        assert not runner.one_at_a_time
+        results = runner.run(inputs, brs)
+    assert [r.error_no for r in results] == [0] * 4
+    assert time.perf_counter() - t0 < 15

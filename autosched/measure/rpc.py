@@ -18,8 +18,8 @@ Invariants:
   with a ``RunCutoff`` a candidate far slower than the task's best so far is stopped,
   and ``check_correctness`` compares each candidate's outputs (downloaded) with the
   reference kernel's (run once per task) -- WRONG_ANSWER (5) when they differ;
-- ``n_parallel`` sessions measure concurrently (for several remote devices); results
-  come back in input order;
+- ``n_parallel`` sessions measure concurrently (for several remote devices), each
+  giving its server back after every candidate; results come back in input order;
 - nothing is pickled: only object code, JSON and raw array bytes travel.
 """
 from __future__ import annotations
@@ -91,6 +91,12 @@ class _Slot:
         self.session = None
         self.args_key = None
         self.args: list = []
+
+    def release(self) -> None:
+        """End the session (its arguments go with it)."""
+        if self.session is not None:
+            self.session.close()
+        self.session, self.args_key, self.args = None, None, []
 
 
 class RPCRunner(ProgramRunner):
@@ -180,6 +186,10 @@ class RPCRunner(ProgramRunner):
             try:
                 return self._run_one(slot, *pair)
             finally:
+                # give the server back, as TVM's runner does after every measurement:
+                # with more parallel slots than servers, a kept session would starve
+                # the other slots until their request timed out
+                slot.release()
                 with cond:
                     free.append(slot)
                     cond.notify()
@@ -333,9 +343,7 @@ class RPCRunner(ProgramRunner):
     def close(self) -> None:
         """End the sessions (the next ``run`` opens new ones)."""
         for slot in self._slots:
-            if slot.session is not None:
-                slot.session.close()
-            slot.session, slot.args_key, slot.args = None, None, []
+            slot.release()
         with self._lock:
             if self._tracker is not None:
                 self._tracker.close()
