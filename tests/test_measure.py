@@ -341,6 +341,10 @@ def test_bad_configuration_is_rejected():
         LocalBuilder(n_parallel=1).build([object()])
     with pytest.raises(TypeError, match="filename"):
         RecordToFile(3)
+    with pytest.raises(ValueError, match="build_func='ndk': Android's NDK is not supported"):
+        LocalBuilder(build_func="ndk")
+    with LocalBuilder(n_parallel=1, build_func="default") as b:    # TVM's spelling
+        assert b.build_func is default_build_func
 
 
 def test_runner_inputs_are_deterministic():

@@ -139,7 +139,13 @@ class LocalBuilder(ProgramBuilder):
         self._recent: collections.deque = collections.deque(maxlen=_RECENT_BUILDS)
         n = default_n_parallel() if n_parallel is None else n_parallel
         self.n_parallel = check_number(n, "LocalBuilder n_parallel", 1, integer=True)
-        self.build_func = default_build_func if build_func is None else build_func
+        if build_func == "ndk":
+            raise ValueError("LocalBuilder build_func='ndk': Android's NDK is not supported "
+                             "(kernels are built for this machine's llvm target); use "
+                             "'default' or a function")
+        # TVM's spelling of the default: the string "default"
+        self.build_func = default_build_func if build_func in (None, "default") \
+            else build_func
         _check_module_level(self.build_func, "LocalBuilder build_func")
         self.pool = WorkerPool(n, "autosched-builder", max_jobs_per_worker, startup_timeout)
         self.last_seconds = self.total_seconds = 0.0
