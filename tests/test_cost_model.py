@@ -340,3 +340,25 @@ def test_training_waits_for_the_next_use_of_the_model():
     assert model._booster is None                # stored, not trained
     model.predict(task, states[:2])
     assert model._booster is not None and model.trained_on == 12
+
+
+def test_tvms_keyword_arguments_do_what_they_say(tmp_path, caplog):
+    task = _task()
+    path = str(tmp_path / "model.json")
+    m = XGBModel(prior=None, num_warmup_sample=4, adaptive_training=False,
+                 disable_early_stopping=True, model_file=path, verbose_eval=5)
+    assert m.params.num_warmup_sample == 4 and m.params.retrain_ratio == 0.0
+    assert m.params.early_stopping_rounds is None
+    m.params = XGBParams(num_boost_round=12, early_stopping_rounds=None,
+                         num_warmup_sample=4, retrain_ratio=0.0)
+    inputs = [MeasureInput(task, _state(task, fi, fj, True)) for fi, fj in TILES[:6]]
+    with caplog.at_level("INFO", logger="autosched.cost_model"):
+        m.update(inputs, [_result(_cost(fi, fj, True)) for fi, fj in TILES[:6]])
+        assert m.booster is not None
+    assert [r.message.split("\t")[0] for r in caplog.records] == \
+        ["XGB iter:   0", "XGB iter:   5", "XGB iter:  10"]
+    loaded = XGBModel(prior=None)
+    loaded.load(path)                      # saved after the training
+    np.testing.assert_allclose(loaded.predict(task, [inp.state for inp in inputs]),
+                               m.predict(task, [inp.state for inp in inputs]), rtol=1e-6)
+    assert XGBModel(adaptive_training=True).params.retrain_ratio == XGBParams().retrain_ratio

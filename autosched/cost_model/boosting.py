@@ -46,10 +46,12 @@ def pack_rmse(preds, ids, labels, weights) -> float:
 
 
 def boost_pack_sum(xgb, params: dict, X, ids, labels, weights, num_boost_round: int,
-                   early_stopping_rounds: int | None, prior=None):
+                   early_stopping_rounds: int | None, prior=None, log_every=None, log=None):
     """A booster trained on rows ``X`` of programs ``ids`` (continuing ``prior``'s trees
     when given), stopped ``early_stopping_rounds`` rounds after the last improvement of
-    the pack-sum RMSE on the training records, and cut back to its best round."""
+    the pack-sum RMSE on the training records, and cut back to its best round.  With
+    ``log_every``, ``log(text)`` gets the RMSE every that many rounds (TVM's
+    ``verbose_eval``)."""
     dtrain = xgb.DMatrix(X, feature_names=None)
     bst = xgb.Booster(params, [dtrain], model_file=prior)
     start = bst.num_boosted_rounds()
@@ -60,6 +62,8 @@ def boost_pack_sum(xgb, params: dict, X, ids, labels, weights, num_boost_round: 
         grad, hess = pack_sum_square_error(margins, ids, labels, weights)
         bst.boost(dtrain, i, grad=grad, hess=hess)
         margins = bst.predict(dtrain, output_margin=True, training=True)
+        if log is not None and log_every and i % log_every == 0:
+            log(f"XGB iter: {i:3d}\ttr-p-rmse: {pack_rmse(margins, ids, labels, weights):f}")
         if early_stopping_rounds is None:
             continue
         # the score as xgboost's callbacks see it: printed with %f, parsed back

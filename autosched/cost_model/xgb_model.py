@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,8 @@ PRIOR_BUILTIN = "builtin"
 _XGBOOST: list = []
 _PRIORS: dict = {}     # path -> raw booster JSON (bytes), or None when unusable
 _PRIOR_TREES: dict = {}  # raw booster JSON -> TreeEnsemble
+
+_LOG = logging.getLogger("autosched.cost_model")
 
 
 def _xgb():
@@ -116,14 +119,39 @@ class _Record:
         self.key, self.rows, self.cost = key, rows, cost   # cost None = failed
 
 
+def _tvm_params(p: XGBParams, num_warmup_sample, adaptive_training,
+                disable_early_stopping) -> XGBParams:
+    """``p`` with TVM's XGBModel keyword arguments applied (None: left as they are)."""
+    changes: dict = {}
+    if num_warmup_sample is not None:
+        changes["num_warmup_sample"] = num_warmup_sample
+    if adaptive_training is not None and not adaptive_training:
+        changes["retrain_ratio"] = 0.0
+    if disable_early_stopping:
+        changes["early_stopping_rounds"] = None
+    return replace(p, **changes) if changes else p
+
+
 class XGBModel(CostModel):
     """Learned cost model (see the module docstring)."""
 
-    def __init__(self, params: XGBParams | None = None, seed: int = 0,
+    def __init__(self, params: XGBParams | None = None, seed: int | None = 0,
                  feature_config: FeatureConfig | None = None,
-                 prior: str | None = PRIOR_BUILTIN):
-        self.params = params or XGBParams()
-        self.seed = seed
+                 prior: str | None = PRIOR_BUILTIN, *, verbose_eval: int | None = None,
+                 num_warmup_sample: int | None = None, model_file: str | None = None,
+                 adaptive_training: bool | None = None,
+                 disable_early_stopping: bool | None = None):
+        """TVM's keyword arguments work as there: ``num_warmup_sample`` records before
+        the first training; ``adaptive_training`` False retrains at every update (True,
+        and the default here, only once enough new records arrived); with
+        ``disable_early_stopping`` training runs every boosting round; ``model_file``
+        is saved after every training; ``verbose_eval`` logs the pack-sum RMSE every
+        that many rounds (logger ``autosched.cost_model``)."""
+        self.params = _tvm_params(params or XGBParams(), num_warmup_sample,
+                                  adaptive_training, disable_early_stopping)
+        self.verbose_eval = None if verbose_eval is None else int(verbose_eval)
+        self.model_file = model_file
+        self.seed = 0 if seed is None else seed
         self.extractor = FeatureExtractor(feature_config)
         self._booster: Any = None     # an xgboost.Booster once trained (or loaded)
         self._records: list = []
@@ -273,10 +301,13 @@ class XGBModel(CostModel):
             raise CostModelError("XGBModel.train: no records to learn from")
         X, ids, labels, weights = self.dataset()
         p = self.params
+        log = _LOG.info if self.verbose_eval else None
         self._booster = boost_pack_sum(_xgb(), self._xgb_params(), X, ids, labels, weights,
                                        p.num_boost_round, p.early_stopping_rounds,
-                                       self._prior_booster())
+                                       self._prior_booster(), self.verbose_eval, log)
         self.trained_on = self.num_records
+        if self.model_file:
+            self._write(self.model_file)
 
     # ------------------------------------------------------------------ prediction
     def predict(self, task, states) -> list:
@@ -323,10 +354,14 @@ class XGBModel(CostModel):
     def save(self, path: str) -> None:
         if self.booster is None:
             raise CostModelError("XGBModel.save: the model has not been trained yet")
+        self._write(path)
+
+    def _write(self, path: str) -> None:
+        """Write the current booster (``save``'s format) without training first."""
         doc = {"format": MODEL_FORMAT, "feature_version": FEATURE_VERSION,
                "n_features": len(FEATURE_NAMES), "params": asdict(self.params),
                "seed": self.seed, "n_records": self.num_records,
-               "booster": json.loads(bytes(self.booster.save_raw("json")))}
+               "booster": json.loads(bytes(self._booster.save_raw("json")))}
         with open(path, "w") as f:
             json.dump(doc, f)
 
