@@ -237,12 +237,15 @@ class TaskScheduler:
 
     # ------------------------------------------------------------------ tuning
     def tune(self, tune_option: TuningOptions, search_policy="default",
-             search_policy_params=None, per_task_early_stopping: int | None = None) -> None:
+             search_policy_params=None, adaptive_training: bool | None = None,
+             per_task_early_stopping: int | None = None) -> None:
         """Spend ``tune_option.num_measure_trials`` new trials over the tasks.
 
         ``search_policy``: "default"/"sketch.xgb" (SketchPolicy + one shared XGBModel),
         "sketch.random" (shared RandomModel), or a list of policy objects, one per task,
         each with ``continue_search_one_round(n, measurer) -> (inputs, results)``.
+        ``adaptive_training`` goes to the XGBModel made here (TVM's argument: False
+        retrains at every round; the default retrains once enough new records arrived).
         """
         if not isinstance(tune_option, TuningOptions):
             raise TypeError(f"TaskScheduler.tune tune_option={tune_option!r}: expected a "
@@ -256,7 +259,8 @@ class TaskScheduler:
         self.num_measures_per_round = min(
             tune_option.num_measures_per_round,
             max(1, tune_option.num_measure_trials // len(self.tasks)))
-        self.search_policies = self._make_policies(search_policy, search_policy_params)
+        self.search_policies = self._make_policies(search_policy, search_policy_params,
+                                                   adaptive_training)
         if self.load_log_file and not self._restored:
             self._restored = True
             self._restore_status(self.load_log_file, self.num_measures_per_round)
@@ -304,7 +308,8 @@ class TaskScheduler:
                   f"({self.retimed} measurements, not counted as trials); estimated "
                   f"latency {self.estimated_latency * 1e3:.3f} ms", flush=True)
 
-    def _make_policies(self, search_policy, search_policy_params) -> list:
+    def _make_policies(self, search_policy, search_policy_params,
+                       adaptive_training=None) -> list:
         n = len(self.tasks)
         if isinstance(search_policy, (list, tuple)):
             if len(search_policy) != n:
@@ -324,7 +329,8 @@ class TaskScheduler:
         if search_policy == "sketch.random":
             model = RandomModel(seed=self.seed)
         else:
-            model = XGBModel(seed=self.seed, prior=self.cost_model_prior)
+            model = XGBModel(seed=self.seed, prior=self.cost_model_prior,
+                             adaptive_training=adaptive_training)
             if self.load_model_file:
                 model.load(self.load_model_file)
         verbose = self.tune_option.verbose if self.tune_option else 1

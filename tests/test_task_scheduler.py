@@ -380,3 +380,13 @@ def test_retime_measures_the_best_states_and_the_default_state_side_by_side(tmp_
     # the default's state competes: it is among the re-timed states of each task
     dflt = [auto.tuning.default_steps_repr(default_state(t)) for t in tasks]
     assert all(len([r for r in recs if repr(r.input.steps) == d]) >= 3 for d in dflt)
+
+
+def test_adaptive_training_reaches_the_shared_model():
+    """TVM's ``tuner.tune(..., adaptive_training=...)``: False retrains at every round."""
+    ts = auto.TaskScheduler(tasks_of(8, 16), callbacks=[])
+    ts.tune_option = options(8)
+    eager = ts._make_policies("default", SMALL_SEARCH, adaptive_training=False)[0].model
+    assert eager.params.retrain_ratio == 0.0
+    default = ts._make_policies("default", SMALL_SEARCH)[0].model
+    assert default.params.retrain_ratio > 0.0
