@@ -13,7 +13,7 @@ import sys
 
 import compiler
 
-from . import _ffi_api, feature, measure, sparse_inputs, tvm_alias
+from . import _ffi_api, feature, measure, sparse_inputs, tvm_alias, utils
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel

@@ -376,3 +376,13 @@ def test_parallel_slots_share_the_servers_they_get(cluster):
         results = runner.run(inputs, brs)
     assert [r.error_no for r in results] == [0] * 4
     assert time.perf_counter() - t0 < 15
+
+
+def test_request_remote_and_check_remote(cluster):
+    tracker, _server, _ts = cluster
+    with auto.utils.request_remote(KEY, "127.0.0.1", tracker.port, timeout=10) as remote:
+        remote.request({"op": "ping"})
+    assert auto.utils.check_remote(KEY, "127.0.0.1", tracker.port, timeout=5)
+    assert not auto.utils.check_remote("absent", "127.0.0.1", tracker.port, timeout=0.2)
+    with pytest.raises(rpc.RPCError, match="give both"):
+        auto.utils.request_remote(KEY)
