@@ -177,9 +177,14 @@ def _task(**kw):
     return auto.SearchTask(func="test_sparse_dense_bias_relu", args=ARGS, target="llvm", **kw)
 
 
-def test_tvms_input_names_reach_the_sparse_placeholders():
-    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
+def _task_with_inputs():
+    """The tutorial's task: the weights given under TVM's names."""
+    return _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
                               PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+
+
+def test_tvms_input_names_reach_the_sparse_placeholders():
+    task = _task_with_inputs()
     names = sparse_input_names(task.compute_dag.tensors)
     by_pos = {k: names[t] for k, t in enumerate(task.compute_dag.tensors) if t in names}
     assert by_pos == {1: PREFIX + "W_data", 2: PREFIX + "W_indices", 3: PREFIX + "W_indptr"}
@@ -196,8 +201,7 @@ def test_tuning_without_the_row_pointers_is_refused(tmp_path):
 
 def test_tvms_sparse_tutorial_tunes_and_builds_the_right_kernel(tmp_path):
     log = str(tmp_path / "sparse.json")
-    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
-                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    task = _task_with_inputs()
     policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0,
                                init_search_callbacks=[auto.PreloadCustomSketchRule(
                                    meet_condition_func, apply_func, "SparseDense")])
@@ -295,8 +299,7 @@ def test_without_a_custom_rule_the_sparse_stage_is_not_tiled_and_tunes(tmp_path)
     """Multi-level tiling would put the row-length loop outside the block-row loop that
     defines its extent: the built-in rules leave such a stage untiled."""
     log = str(tmp_path / "plain.json")
-    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
-                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    task = _task_with_inputs()
     policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0)
     (sketch,) = policy.generate_sketches()
     assert not any(type(s).__name__ == "SplitStep" for s in sketch.transform_steps)
@@ -341,8 +344,7 @@ def test_the_block_row_loop_before_a_one_wide_column_loop_is_vectorized():
     """The tutorial's sketch ends the block stage with ``j`` (a block's rows) and ``c``
     (its columns, one wide): the column loop vanishes in lowering, so the vectorization
     rule looks past it and vectorizes ``j``; the kernel still matches numpy."""
-    task = _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
-                              PREFIX + "W_indptr": W.indptr}, task_inputs_overwrite=True)
+    task = _task_with_inputs()
     policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0,
                                init_search_callbacks=[auto.PreloadCustomSketchRule(
                                    meet_condition_func, apply_func, "SparseDense")])
