@@ -12,35 +12,16 @@ Invariants: an extent is an ``IntImm`` or reads a tensor; any other symbolic ext
 from __future__ import annotations
 
 from compiler.tir import expr as E
-from compiler.tir.functor import Visitor
+from compiler.tir.analysis import producers_read
 
 from .errors import AutoSchedError
 
 NOMINAL_EXTENT = 1
 
 
-class _ReadsTensor(Visitor):
-    def __init__(self):
-        super().__init__()
-        self.tensors: list = []
-
-    def visit_ProducerLoad(self, e):
-        if not any(t is e.producer for t in self.tensors):
-            self.tensors.append(e.producer)
-        for i in e.indices:
-            self.visit(i)
-
-
-def tensors_read(expr) -> list:
-    """The tensors ``expr`` loads from, each once, in first-read order."""
-    v = _ReadsTensor()
-    v.visit(expr)
-    return v.tensors
-
-
 def reads_tensor(expr) -> bool:
     """Whether ``expr`` loads from a tensor."""
-    return bool(tensors_read(expr))
+    return bool(producers_read(expr))
 
 
 def bound_tensors(ops) -> list:
@@ -50,7 +31,7 @@ def bound_tensors(ops) -> list:
         for iv in list(getattr(op, "axis", ())) + list(getattr(op, "reduce_axis", ())):
             if isinstance(iv.dom.extent, E.IntImm):
                 continue
-            for t in tensors_read(iv.dom.extent):
+            for t in producers_read(iv.dom.extent):
                 if not any(t is u for _, u in out):
                     out.append((op, t))
     return out

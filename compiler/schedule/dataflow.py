@@ -11,8 +11,8 @@ from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Tensor
 from ..tir import expr as E
 from ..tir import op as _op
-from ..tir.analysis import free_vars
-from ..tir.functor import Mutator, post_order_visit, substitute
+from ..tir.analysis import free_vars, producers_read
+from ..tir.functor import Mutator, substitute
 from .bound import leaf_values, overshoot_checks
 from .relations import dom_extent
 
@@ -211,7 +211,7 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
         raise ScheduleError(f"rfactor on stage {st.name}: axis {axis.var.name} is not a "
                             "reduction axis")
     for iv in op.reduce_axis:
-        if _reads_tensor(iv.dom.extent):
+        if producers_read(iv.dom.extent):
             raise ScheduleError(f"rfactor on stage {st.name}: reduce axis {iv.var.name} has "
                                 f"the data-dependent extent {iv.dom.extent}; rfactor needs "
                                 "extents that do not read tensors")
@@ -268,12 +268,6 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
     sch.stage_map[new_op] = st
     _replace_dataflow(sch, {cur: new_op.output(0)}, skip=[st, rf_stage])
     return rf_op.output(0)
-
-
-def _reads_tensor(expr) -> bool:
-    found: list = []
-    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, E.ProducerLoad) else None)
-    return bool(found)
 
 
 def _reduce_root_values(st, op):

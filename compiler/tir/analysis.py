@@ -1,5 +1,6 @@
 """Read-only analyses of TIR: structural keys/equality, variable use, free variables,
-node counts, undefined buffers.  (Integer bounds and affine forms are in ``tir.arith``.)
+tensors read, node counts, undefined buffers.  (Integer bounds and affine forms are in
+``tir.arith``.)
 
 Invariants:
 - Nothing here builds or changes IR; every function is a query.
@@ -256,6 +257,26 @@ class _FreeVars(Visitor):
         self.visit(e.value)
         self.defined.add(e.var)
         self.visit(e.body)
+
+
+class _ProducersRead(Visitor):
+    def __init__(self):
+        super().__init__()
+        self.out: list = []
+
+    def visit_ProducerLoad(self, e):
+        if not any(t is e.producer for t in self.out):
+            self.out.append(e.producer)
+        for i in e.indices:
+            self.visit(i)
+
+
+def producers_read(node) -> list:
+    """The tensors ``node`` reads through ProducerLoad (a te expression not yet lowered:
+    a loop extent read from a tensor, say), each once, in first-read order."""
+    v = _ProducersRead()
+    v.visit(node)
+    return v.out
 
 
 def free_vars(node) -> list:
