@@ -368,7 +368,8 @@ class LocalRPCMeasureContext:
         key = "local-rpc-measure"
         self.tracker = rpc.Tracker(host="127.0.0.1", port=9000, port_end=10000, silent=True)
         self.server = rpc.Server(host="127.0.0.1", port=self.tracker.port + 1,
-                                 port_end=10000, tracker_addr=("127.0.0.1", self.tracker.port),
+                                 port_end=min(self.tracker.port + 1001, 65536),
+                                 tracker_addr=("127.0.0.1", self.tracker.port),
                                  key=key, silent=True)
         _wait_registered(self.tracker.port, key, n=1)
         self.runner = RPCRunner(key, "127.0.0.1", self.tracker.port, priority, n_parallel,
