@@ -144,8 +144,17 @@ def run_service(name: str, serve_fn, die_with_parent: bool) -> int:
     address (JSON) first; an ``RPCError`` is reported on stderr with exit code 1."""
     if die_with_parent:
         P.die_with_parent()
+
+    def announce(text: str) -> None:
+        print(text, flush=True)
+        if die_with_parent:
+            # started by ``launch``, which reads this one line and then no more: later
+            # output would fill the pipe and block the service
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.close(null)
     try:
-        serve_fn(lambda text: print(text, flush=True))
+        serve_fn(announce)
     except P.RPCError as e:
         print(f"{name}: {e}", file=sys.stderr)
         return 1
