@@ -14,7 +14,8 @@ from autosched import _ffi_api
 from autosched.search.init_rules import sample_state
 from autosched.sparse_inputs import sparse_input_names
 from autosched.task_inputs import TaskInputError
-from compiler import te, topi
+from compiler import relay, te, topi
+from compiler.contrib import graph_executor
 from compiler.errors import ScheduleError, TEError
 from compiler.schedule.bound import interval
 from compiler.topi.sparse.utils import random_bsr_matrix
@@ -363,3 +364,29 @@ def test_the_block_row_loop_before_a_one_wide_column_loop_is_vectorized():
     f(x, W.data, W.indices, W.indptr, b, y)
     ref = np.maximum(np.maximum(x, 0) @ W.todense().T + b, 0)
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "bsr"])
+def test_relay_sparse_dense_builds_with_the_default_schedule(fmt):
+    """``relay.nn.sparse_dense`` + ReLU: the graph executor's output (default schedule:
+    parallel rows, a BSR block's rows vectorized) and the interpreter's match numpy."""
+    if fmt == "csr":
+        dense = RNG.random((12, 20)).astype("float32") * (RNG.random((12, 20)) < 0.4)
+        weight = _csr(dense)
+    else:
+        bsr = random_bsr_matrix(32, 24, 4, 2, density=0.3, dtype="float32", seed=4)
+        dense, weight = bsr.todense(), (bsr.data, bsr.indices, bsr.indptr)
+    x = relay.var("x", shape=(6, dense.shape[1]))
+    y = relay.nn.relu(relay.nn.sparse_dense(x, tuple(relay.const(a) for a in weight)))
+    mod = relay.IRModule.from_expr(relay.Function([x], y))
+    xn = RNG.random((6, dense.shape[1])).astype("float32")
+    ref = np.maximum(xn @ dense.T, 0)
+    lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](compiler.cpu()))
+    m.set_input("x", xn)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-5)
+    interp = relay.create_executor("debug", mod=mod).evaluate()(xn)
+    np.testing.assert_allclose(interp.numpy(), ref, rtol=1e-5)
+    with pytest.raises(relay.RelayError, match="must be \\(data, indices, indptr\\)"):
+        relay.nn.sparse_dense(x, (weight[0],))

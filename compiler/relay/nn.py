@@ -24,10 +24,11 @@ from .op.nn_more import (
                     layer_norm,
                     max_pool2d,
                     pad,
+                    sparse_dense,
 )
 
 __all__ = ["batch_matmul", "bias_add", "contrib_dense_pack", "conv2d", "conv2d_transpose",
            "conv3d_transpose", "dense", "leaky_relu",
            "log_softmax", "relu", "softmax", "adaptive_avg_pool2d", "adaptive_max_pool2d",
            "avg_pool2d", "batch_flatten", "batch_norm", "dropout", "global_avg_pool2d",
-           "global_max_pool2d", "layer_norm", "max_pool2d", "pad"]
+           "global_max_pool2d", "layer_norm", "max_pool2d", "pad", "sparse_dense"]

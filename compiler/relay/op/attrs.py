@@ -276,6 +276,11 @@ class InitOpAttrs(Attrs):
 
 
 @dataclass(frozen=True)
+class SparseDenseAttrs(Attrs):
+    sparse_lhs: bool = False
+
+
+@dataclass(frozen=True)
 class GeluAttrs(Attrs):
     approximate: str = "none"
 

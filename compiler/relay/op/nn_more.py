@@ -1,5 +1,5 @@
-"""More ``relay.nn`` operators: pooling, normalization, dropout, pad, batch_flatten, and
-``relay.image.resize2d``."""
+"""More ``relay.nn`` operators: pooling, normalization, dropout, pad, batch_flatten,
+sparse_dense, and ``relay.image.resize2d``."""
 from __future__ import annotations
 
 import numpy as np
@@ -198,3 +198,32 @@ def resize2d(data, size, roi=None, layout="NCHW", method="linear",
 __all__ = ["max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
            "adaptive_avg_pool2d", "adaptive_max_pool2d", "batch_norm", "layer_norm",
            "dropout", "pad", "batch_flatten", "resize2d"]
+
+
+# ------------------------------------------------------------------ sparse_dense
+def _sparse_dense(ins, a):
+    return topi.nn.sparse_dense(ins[0], ins[1], ins[2], ins[3], a.sparse_lhs)
+
+
+register_op("nn.sparse_dense", 4, topi_rel("nn.sparse_dense", _sparse_dense),
+            T.OUT_ELEMWISE_FUSABLE, lambda ins, a, ty: _sparse_dense(ins, a),
+            nn_ref.sparse_dense, A.SparseDenseAttrs)
+
+
+def sparse_dense(dense_mat, sparse_mat, sparse_lhs=False):
+    """TVM's ``relay.nn.sparse_dense``: ``dense_mat @ W.T`` (``W @ dense_mat.T`` with
+    ``sparse_lhs``) for ``sparse_mat`` = W as ``(data, indices, indptr)``, a tuple or an
+    object with those attributes (scipy's CSR/BSR layout: 1-D data for CSR, 3-D for
+    BSR).  Its reduce loop's extent is read from ``indptr`` when the kernel runs."""
+    parts: tuple
+    if all(hasattr(sparse_mat, f) for f in ("data", "indices", "indptr")):
+        parts = (sparse_mat.data, sparse_mat.indices, sparse_mat.indptr)
+    else:
+        try:
+            parts = tuple(sparse_mat)
+        except TypeError:
+            parts = ()
+        if len(parts) != 3:
+            raise RelayError(f"nn.sparse_dense: sparse_mat {sparse_mat!r:.100} must be "
+                             "(data, indices, indptr)")
+    return call("nn.sparse_dense", [dense_mat, *parts], A.SparseDenseAttrs(bool(sparse_lhs)))

@@ -228,3 +228,16 @@ def _round(v, method):
     if method == "round_prefer_floor":
         return int(math.ceil(v - 0.5))
     return int(math.floor(v + 0.5))          # round (half up), round_prefer_ceil
+
+
+def sparse_dense(x, data, indices, indptr, attrs):
+    """``x @ W.T`` (``W @ x.T`` with ``sparse_lhs``) for ``W`` in CSR (1-D data) or BSR."""
+    bs_r, bs_c = (1, 1) if data.ndim == 1 else data.shape[1:]
+    rows = len(indptr) - 1
+    w = np.zeros((rows * bs_r, x.shape[-1 if not attrs.sparse_lhs else 1]), np.float64)
+    for r in range(rows):
+        for e in range(indptr[r], indptr[r + 1]):
+            c = indices[e]
+            w[r * bs_r:(r + 1) * bs_r, c * bs_c:(c + 1) * bs_c] = data[e]
+    out = w @ x.astype(np.float64).T if attrs.sparse_lhs else x.astype(np.float64) @ w.T
+    return out.astype(x.dtype)
