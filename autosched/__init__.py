@@ -43,6 +43,7 @@ from .measure_record import (
 from .relay_integration import extract_tasks, is_auto_scheduler_enabled
 from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, SearchCallback
 from .search.policy import EmptyPolicy, SearchParams, SketchPolicy
+from .search.sparse_rule import sparse_dense_sketch_rule
 from .state import State
 from .task import HardwareParams, SearchTask
 from .task_inputs import register_task_input_check_func
@@ -75,6 +76,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "SearchCallback", "PreloadMeasuredStates", "PreloadCustomSketchRule",
+           "sparse_dense_sketch_rule",
            "LayoutRewriteOption",
            "LayoutTransform"]
 

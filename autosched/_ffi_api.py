@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from .search.sketch_rules import _inlined_consumers_resolved, elementwise_consumer
+from .search.sketch_rules import consumers_resolved, elementwise_consumer
 
 
 class _Map(dict):
@@ -26,7 +26,7 @@ class _Map(dict):
 
 
 def SearchPolicyUtilsGetConsumers(task, state, stage_id: int) -> _Map:  # noqa: N802
-    return _Map((c, c) for c in _inlined_consumers_resolved(state, int(stage_id)))
+    return _Map((c, c) for c in consumers_resolved(state, int(stage_id)))
 
 
 def SearchPolicyUtilsIsElementwiseMatch(task, state, stage_id: int,  # noqa: N802

@@ -4,12 +4,12 @@
         [--bs-r 16 --bs-c 1 --density 0.6] [--json results/bench_sparse.json]
 
 The tutorial's workload (``tune_sparse_x86``): ``relu(relu(X) @ W.T + B)`` with ``W`` a
-random BSR matrix, tuned with its custom sketch rule and the weights given as task
-inputs under TVM's names.  The best kernel is rebuilt from the log, checked against
-numpy, and timed interleaved (``autosched.side_by_side``) with numpy computing the same
-thing with ``W`` dense, and with the default schedule (``topi.generic.schedule_default``,
-what a relay build uses without records).
-Prints a table of milliseconds and ratios and writes JSON.
+random BSR matrix, tuned with its custom sketch rule (``auto.sparse_dense_sketch_rule``)
+and the weights given as task inputs under TVM's names.  The best kernel is rebuilt
+from the log, checked against numpy, and timed interleaved (``autosched.side_by_side``)
+with numpy computing the same thing with ``W`` dense, and with the default schedule
+(``topi.generic.schedule_default``: what a relay build uses without records).  Prints a
+table of milliseconds and ratios and writes JSON.
 """
 from __future__ import annotations
 
@@ -24,13 +24,10 @@ import numpy as np
 
 import autosched as auto
 import compiler
-from autosched import _ffi_api
 from autosched.side_by_side import interleaved, kernel_timer, numpy_timer
 from compiler import te, topi
 from compiler.runtime import as_aligned
 from compiler.topi.sparse.utils import random_bsr_matrix
-
-BLOCK, RESHAPE = "sparse_dense_sp_rhs_bsrmm_block", "sparse_dense_sp_rhs_bsrmm"
 
 
 @auto.register_workload("bench_sparse_dense", override=True)
@@ -43,40 +40,6 @@ def sparse_dense(m, n, k, w_data_shape, w_indices_shape, w_indptr_shape, dtype):
     out = topi.nn.sparse_dense(topi.nn.relu(X), W_data, W_indices, W_indptr)
     out = te.compute((m, n), lambda i, j: out[i, j] + B[i, j], name="BiasAdd")
     return [X, W_data, W_indices, W_indptr, B, topi.nn.relu(out)]
-
-
-def meet_condition_func(search_policy, state, stage_id):
-    state = auto.loop_state.State(state, search_policy.search_task.compute_dag)
-    if state.stages[stage_id].op.tag in (RESHAPE, BLOCK):
-        return auto.PreloadCustomSketchRule.APPLY_AND_SKIP_REST
-    return auto.PreloadCustomSketchRule.PASS
-
-
-def apply_func(search_policy, state, stage_id):
-    """The tutorial's rule: tile the block stage and compute it at the consumer."""
-    s0 = auto.loop_state.State(state, search_policy.search_task.compute_dag)
-    if s0.stages[stage_id].op.tag == BLOCK:
-        return [s0.state_object, stage_id - 1]
-    sparse, block = s0.stages[stage_id].op, s0.stages[stage_id - 1].op
-    consumer = sparse
-    consumers = _ffi_api.SearchPolicyUtilsGetConsumers(search_policy.search_task,
-                                                       s0.state_object, stage_id)
-    if len(consumers) == 1:
-        cid = int(consumers.items()[0][0])
-        if _ffi_api.SearchPolicyUtilsIsElementwiseMatch(search_policy.search_task,
-                                                        s0.state_object, stage_id, cid):
-            consumer = s0.stages[cid].op
-            s0.compute_inline(sparse)
-    i, nb_j, j, row_offset, c = s0[block].iters
-    m, n = s0[consumer].iters
-    i0, i1, i2 = s0.split(block, i, [None, None])
-    m0, m1 = s0.follow_split(consumer, m, len(s0.transform_steps) - 1, 1)
-    j0, j1 = s0.split(block, nb_j, [None])
-    n0, n1 = s0.follow_split(consumer, n, len(s0.transform_steps) - 1, 1)
-    s0.reorder(block, [i0, j0, i1, j1, row_offset, i2, j, c])
-    s0.reorder(consumer, [m0, n0, m1, n1])
-    s0.compute_at(block, consumer, n0)
-    return [[s0.state_object, stage_id - 2]]
 
 
 def _args():
@@ -102,8 +65,7 @@ def main() -> None:
                      prefix + "W_indptr": w.indptr}, task_inputs_overwrite=True)
     log = os.path.join(tempfile.mkdtemp(prefix="bench-sparse-"), "sparse.json")
     policy = auto.SketchPolicy(task, auto.XGBModel(seed=a.seed), seed=a.seed, verbose=0,
-                               init_search_callbacks=[auto.PreloadCustomSketchRule(
-                                   meet_condition_func, apply_func, "SparseDense")])
+                               init_search_callbacks=[auto.sparse_dense_sketch_rule()])
     t0 = time.perf_counter()
     stats = task.tune(auto.TuningOptions(num_measure_trials=a.trials, verbose=0,
                                          measure_callbacks=[auto.RecordToFile(log)]), policy)

@@ -178,6 +178,16 @@ def _task(**kw):
     return auto.SearchTask(func="test_sparse_dense_bias_relu", args=ARGS, target="llvm", **kw)
 
 
+def _check_workload_kernel(f):
+    """``f`` (a built kernel of the tutorial's workload) computes relu(relu(X) W.T + B)."""
+    x = RNG.standard_normal((M, K)).astype("float32")
+    b = RNG.standard_normal((M, N)).astype("float32")
+    y = np.zeros((M, N), "float32")
+    f(x, W.data, W.indices, W.indptr, b, y)
+    ref = np.maximum(np.maximum(x, 0) @ W.todense().T + b, 0)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
 def _task_with_inputs():
     """The tutorial's task: the weights given under TVM's names."""
     return _task(task_inputs={PREFIX + "W_data": W.data, PREFIX + "W_indices": W.indices,
@@ -214,13 +224,7 @@ def test_tvms_sparse_tutorial_tunes_and_builds_the_right_kernel(tmp_path):
     stats = task.tune(opts, policy)
     assert stats.trials == 6 and stats.errors < 6
     sch, args = task.apply_best(log)
-    f = compiler.build(sch, args, "llvm")
-    x = RNG.standard_normal((M, K)).astype("float32")
-    b = RNG.standard_normal((M, N)).astype("float32")
-    y = np.zeros((M, N), "float32")
-    f(x, W.data, W.indices, W.indptr, b, y)
-    ref = np.maximum(np.maximum(x, 0) @ W.todense().T + b, 0)
-    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    _check_workload_kernel(compiler.build(sch, args, "llvm"))
 
 
 def test_interval_of_div_and_mod_by_a_divisor_of_every_coefficient():
@@ -357,13 +361,7 @@ def test_the_block_row_loop_before_a_one_wide_column_loop_is_vectorized():
     assert block.iters[-2].annotation == auto.state.ANN_VECTORIZE
     assert block.iters[-1].annotation == auto.state.ANN_NONE
     sch, args = task.compute_dag.apply_steps_from_state(state)
-    f = compiler.build(sch, args)
-    x = RNG.standard_normal((M, K)).astype("float32")
-    b = RNG.standard_normal((M, N)).astype("float32")
-    y = np.zeros((M, N), "float32")
-    f(x, W.data, W.indices, W.indptr, b, y)
-    ref = np.maximum(np.maximum(x, 0) @ W.todense().T + b, 0)
-    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    _check_workload_kernel(compiler.build(sch, args))
 
 
 @pytest.mark.parametrize("fmt", ["csr", "bsr"])
@@ -390,3 +388,14 @@ def test_relay_sparse_dense_builds_with_the_default_schedule(fmt):
     np.testing.assert_allclose(interp.numpy(), ref, rtol=1e-5)
     with pytest.raises(relay.RelayError, match="must be \\(data, indices, indptr\\)"):
         relay.nn.sparse_dense(x, (weight[0],))
+
+
+def test_the_packaged_rule_makes_the_tutorials_sketch():
+    task = _task_with_inputs()
+    tutorial = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0,
+                                 init_search_callbacks=[auto.PreloadCustomSketchRule(
+                                     meet_condition_func, apply_func, "SparseDense")])
+    packaged = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0,
+                                 init_search_callbacks=[auto.sparse_dense_sketch_rule()])
+    (a,), (b,) = tutorial.generate_sketches(), packaged.generate_sketches()
+    assert a.transform_steps == b.transform_steps and str(a) == str(b)

@@ -29,7 +29,7 @@ def consumers(state, sid) -> list:
     return list(S.stage_consumers(state.stages)[sid])
 
 
-def _inlined_consumers_resolved(state, sid) -> list:
+def consumers_resolved(state, sid) -> list:
     """Consumers of ``sid``, looking through inlined stages."""
     out, todo, seen = [], [sid], set()
     while todo:
@@ -51,7 +51,7 @@ def is_output(state, sid) -> bool:
 
 def elementwise_consumer(state, sid):
     """The single consumer of ``sid`` that simply reads it elementwise, or None."""
-    cons = _inlined_consumers_resolved(state, sid)
+    cons = consumers_resolved(state, sid)
     if len(cons) != 1:
         return None
     c = cons[0]
