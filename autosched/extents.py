@@ -43,13 +43,13 @@ def is_data_dependent(iv) -> bool:
     return not isinstance(ext, E.IntImm) and reads_tensor(ext)
 
 
-def static_extent(iv, where: str = "") -> int:
+def static_extent(iv) -> int:
     """The loop's extent for the search (see the module doc)."""
     ext = iv.dom.extent
     if isinstance(ext, E.IntImm):
         return ext.value
     if reads_tensor(ext):
         return NOMINAL_EXTENT
-    raise AutoSchedError(f"{where or 'ComputeDAG'}: loop {iv.var.name} has symbolic extent "
+    raise AutoSchedError(f"ComputeDAG: loop {iv.var.name} has symbolic extent "
                          f"{ext}; the auto-scheduler needs static shapes (bind te.var sizes "
                          "to ints before tuning)")

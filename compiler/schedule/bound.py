@@ -204,8 +204,8 @@ def _combine(t, a, b):
         return _op.const(min(prods)), _op.const(max(prods))
     if c is None or c <= 0:
         return None
-    split = _split_multiple(alo, ahi, c)
     if t is E.FloorDiv:
+        split = _split_multiple(alo, ahi, c)
         if split is not None:
             # (c*q + lo_r) // c .. (c*q + hi_r) // c: the region stays affine in q, so
             # its extent is a constant (a block read through ``r // bs`` at a loop
@@ -219,6 +219,7 @@ def _combine(t, a, b):
     if alo is ahi:
         v = _op.floormod(alo, c)
         return v, v
+    split = _split_multiple(alo, ahi, c)
     if split is not None and split[1] // c == split[2] // c:
         return _op.const(split[1] % c), _op.const(split[2] % c)
     lo, hi = _const(alo), _const(ahi)

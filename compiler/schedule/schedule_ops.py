@@ -113,9 +113,11 @@ class OpsBuilder:
         init_vals = red0.init or red0.combiner.identity_element
         init = S.seq(*[S.BufferStore(o.buffer, tb.visit(v), sp_idx)
                        for o, v in zip(outs, init_vals)])
-        loads = _LoadsToBuffer(self.bounds.root_value[st], self.bindings)
-        cond = _op.logical_and(loads.visit(_op.all_(*[p for p, _ in preds])),
-                               tb.visit(red0.condition))
+        pred = _op.all_(*[p for p, _ in preds])
+        if any(not isinstance(iv.dom.extent, E.IntImm) for iv in op.reduce_axis):
+            # a split of an extent read from a tensor guards its tail with that read
+            pred = _LoadsToBuffer(self.bounds.root_value[st], self.bindings).visit(pred)
+        cond = _op.logical_and(pred, tb.visit(red0.condition))
         update = _guard(cond, self.update_stmt(red0, outs, sp_idx, tb))
         leaves = st.leaf_iter_vars
         first = next((k for k, iv in enumerate(leaves) if iv.iter_type != E.IterVar.DataPar),
@@ -148,15 +150,17 @@ class OpsBuilder:
     # ------------------------------------------------------------------ loops
     def nest(self, st, leaves, inner: S.Stmt, attach: bool = True) -> S.Stmt:
         stmt = inner
-        # an extent read from a tensor (a data-dependent reduce axis, as sparse kernels
-        # have) reads its buffer like the body does
-        tb = _LoadsToBuffer(self.bounds.root_value[st], self.bindings) \
-            if isinstance(st.op, ComputeOp) else None
+        tb = None
         for iv in reversed(leaves):
             if attach:
                 stmt = self.with_attached(st, iv, stmt)
             ext = as_expr(self.bounds.ext[iv], iv.var.dtype)
-            if tb is not None and not isinstance(ext, E.IntImm):
+            if not isinstance(ext, E.IntImm) and isinstance(st.op, ComputeOp):
+                # an extent read from a tensor (a data-dependent reduce axis, as sparse
+                # kernels have) reads its buffer like the body does; made only then,
+                # since nearly every loop of a tuning candidate is constant
+                if tb is None:
+                    tb = _LoadsToBuffer(self.bounds.root_value[st], self.bindings)
                 ext = tb.visit(ext)
             thread = st.thread_binds.get(iv)
             if thread is not None:   # TVM's launch: the loop var becomes the thread index
