@@ -11,7 +11,9 @@ Invariants: a task's workload key is the key the build computes for the same gro
 the shapes), so records written while tuning are found by ``ApplyHistoryBest`` in any
 later process; the tensors of every extracted key are registered in this process
 (``register_workload_tensors``) so ``SearchTask(workload_key=key)`` works too; tasks are
-returned in the order their groups first appear in the model.
+returned in the order their groups first appear in the model; a group whose arguments a
+task-input check function names (a sparse weight's BSR parts) gets those graph
+constants as its task inputs, so candidates are measured on the model's own sparsity.
 """
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ import warnings
 
 from compiler import relay
 from compiler.relay.backend.te_compiler import default_schedule, group_name, lower_to_te
-from compiler.relay.expr import Call, Function
+from compiler.relay.expr import Call, Constant, Function, Tuple
 from compiler.relay.functor import post_order
+from compiler.relay.ty import TupleType
 from compiler.target import parse_target
 from compiler.transform import PassContext
 
@@ -33,9 +36,11 @@ from .compute_dag import ComputeDAG
 from .defaults import register_default_schedule
 from .errors import AutoSchedError
 from .task import HardwareParams, SearchTask
+from .task_inputs import checked_input_names
 from .workload import register_workload_tensors
 
-__all__ = ["extract_tasks", "fused_groups", "write_task_table"]
+__all__ = ["extract_tasks", "fused_calls", "fused_groups", "task_inputs_of",
+           "write_task_table"]
 
 
 def is_auto_scheduler_enabled() -> bool:
@@ -44,13 +49,42 @@ def is_auto_scheduler_enabled() -> bool:
     return bool(PassContext.current().config.get("relay.backend.use_auto_scheduler", False))
 
 
-def fused_groups(mod, params=None, opt_level: int = 3) -> list:
-    """The primitive functions ``relay.build`` would lower, one per call, in call order."""
+def fused_calls(mod, params=None, opt_level: int = 3) -> list:
+    """The calls of the primitive functions ``relay.build`` would lower, in call order
+    (their arguments tell which inputs are graph constants)."""
     config = {"relay.backend.use_auto_scheduler": True}
     with PassContext(opt_level=opt_level, config=config):
         fused = relay.optimize(mod, params)
-    return [node.op for node in post_order(fused["main"].body, into_functions=False)
+    return [node for node in post_order(fused["main"].body, into_functions=False)
             if isinstance(node, Call) and isinstance(node.op, Function)]
+
+
+def fused_groups(mod, params=None, opt_level: int = 3) -> list:
+    """The primitive functions ``relay.build`` would lower, one per call, in call order."""
+    return [c.op for c in fused_calls(mod, params, opt_level)]
+
+
+def _constant_inputs(call) -> list:
+    """The value of each placeholder of ``call``'s group that a graph constant feeds
+    (None for the others), in ``lower_to_te``'s placeholder order."""
+    out: list = []
+    for p, arg in zip(call.op.params, call.args):
+        if isinstance(p.checked_type, TupleType):
+            fields = arg.fields if isinstance(arg, Tuple) else (None,) * len(
+                p.checked_type.fields)
+            out.extend(f.data if isinstance(f, Constant) else None for f in fields)
+        else:
+            out.append(arg.data if isinstance(arg, Constant) else None)
+    return out
+
+
+def task_inputs_of(call, tensors) -> dict:
+    """TVM's task inputs of a group: {name: the constant's value} for each argument a
+    check function names (a sparse weight's ``..._W_indptr``) that a graph constant
+    feeds, so measurements read the model's own sparse structure."""
+    values = _constant_inputs(call)
+    return {name: values[k] for k, name in checked_input_names(tensors).items()
+            if k < len(values) and values[k] is not None}
 
 
 def extract_tasks(mod, params=None, target="llvm", target_host=None,
@@ -72,7 +106,8 @@ def extract_tasks(mod, params=None, target="llvm", target_host=None,
     hw = hardware_params or HardwareParams.for_target(tgt)
     tasks: dict = {}
     weights: dict = {}
-    for fn in fused_groups(mod, params, opt_level):
+    for call in fused_calls(mod, params, opt_level):
+        fn = call.op
         group = lower_to_te(fn, tgt)
         if not (group.tunable or include_simple_tasks):
             continue
@@ -89,7 +124,9 @@ def extract_tasks(mod, params=None, target="llvm", target_host=None,
         register_workload_tensors(group.key, tensors)
         register_default_schedule(group.key, functools.partial(default_schedule, group))
         tasks[group.key] = SearchTask(workload_key=group.key, compute_dag=dag, target=tgt,
-                                      hardware_params=hw, desc=group_name(fn))
+                                      hardware_params=hw, desc=group_name(fn),
+                                      task_inputs=task_inputs_of(call, tensors),
+                                      task_inputs_overwrite=True)
         weights[group.key] = 1
     keys = list(tasks)
     return [tasks[k] for k in keys], [weights[k] for k in keys]

@@ -117,6 +117,18 @@ def register_task_input_check_func(func_name, f=None, override: bool = False):
     return register(f) if f is not None else register
 
 
+def checked_input_names(tensors) -> dict:
+    """{argument position: input name} that the registered check functions give
+    ``tensors`` (placeholder names left out): the arguments whose data matter."""
+    index = {id(t): k for k, t in enumerate(tensors)}
+    out: dict = {}
+    for fn in _CHECK_FUNCS.values():
+        for t, name in fn(list(tensors)).items():
+            if id(t) in index:
+                out[index[id(t)]] = name
+    return out
+
+
 def input_positions(tensors) -> dict:
     """{input name: argument positions} of a task's arguments ``tensors``: a placeholder
     is named by its op name when no other placeholder has it, then the registered check
@@ -127,11 +139,7 @@ def input_positions(tensors) -> dict:
             counts[t.op.name] = counts.get(t.op.name, 0) + 1
     named = {k: t.op.name for k, t in enumerate(tensors)
              if isinstance(t.op, PlaceholderOp) and counts[t.op.name] == 1}
-    index = {id(t): k for k, t in enumerate(tensors)}
-    for fn in _CHECK_FUNCS.values():
-        for t, name in fn(list(tensors)).items():
-            if id(t) in index:
-                named[index[id(t)]] = name
+    named.update(checked_input_names(tensors))
     out: dict = {}
     for k, name in sorted(named.items()):
         out.setdefault(name, []).append(k)

@@ -18,7 +18,7 @@ from ..loop_state import LoopState
 from .callbacks import PreloadCustomSketchRule
 from .sketch_rules import APPLY_AND_SKIP_REST, PASS, consumers_resolved, elementwise_consumer
 
-__all__ = ["sparse_dense_sketch_rule"]
+__all__ = ["sparse_dense_sketch_rule", "sparse_sketch_rules"]
 
 
 def _meet(policy, state, stage_id):
@@ -53,3 +53,10 @@ def sparse_dense_sketch_rule() -> PreloadCustomSketchRule:
     """TVM's sparse tutorial's custom sketch rule (see the module doc); pass it in
     ``SketchPolicy(..., init_search_callbacks=[sparse_dense_sketch_rule()])``."""
     return PreloadCustomSketchRule(_meet, _apply, "SparseDense")
+
+
+def sparse_sketch_rules() -> list:
+    """TVM's ``topi.sparse.utils.sparse_sketch_rules()``: the custom sketch rules of the
+    sparse kernels, for ``SketchPolicy(task, init_search_callbacks=sparse_sketch_rules())``
+    (TVM's network tutorial with ``use_sparse``); a stage of another kind passes them."""
+    return [sparse_dense_sketch_rule()]

@@ -5,7 +5,7 @@
     y = relay.nn.relu(relay.nn.dense(x, relay.var("w", shape=(8, 16))))
     mod = compiler.IRModule.from_expr(relay.Function(relay.analysis.free_vars(y), y))
 """
-from . import analysis, backend, frontend, image, nn, op, testing, transform
+from . import analysis, backend, data_dep_optimization, frontend, image, nn, op, testing, transform
 from .build_module import build, optimize
 from .errors import RelayError, RelayInputError, RelayTypeError, UnknownOpError
 from .executor import create_executor

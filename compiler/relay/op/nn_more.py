@@ -207,7 +207,7 @@ def _sparse_dense(ins, a):
 
 register_op("nn.sparse_dense", 4, topi_rel("nn.sparse_dense", _sparse_dense),
             T.OUT_ELEMWISE_FUSABLE, lambda ins, a, ty: _sparse_dense(ins, a),
-            nn_ref.sparse_dense, A.SparseDenseAttrs)
+            nn_ref.sparse_dense, A.SparseDenseAttrs, tunable=True)
 
 
 def sparse_dense(dense_mat, sparse_mat, sparse_lhs=False):

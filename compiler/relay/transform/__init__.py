@@ -12,6 +12,7 @@ from .bind import bind_params_by_name
 from .combine_parallel_dense import combine_parallel_dense
 from .cse import eliminate_common_subexpr
 from .dce import dead_code_elimination
+from .dense_to_sparse import dense_to_sparse, search_fc_transpose, simplify_fc_transpose
 from .fold_constant import fold_constant, register_evaluator
 from .fold_scale_axis import fold_scale_axis
 from .fuse_ops import fuse_ops
@@ -26,7 +27,8 @@ __all__ = ["Pass", "PassContext", "Sequential", "module_pass", "InferType", "Fus
            "bind_params_by_name", "fuse_ops", "fold_constant", "register_evaluator",
            "simplify_inference", "simplify_expr", "fold_scale_axis",
            "eliminate_common_subexpr", "combine_parallel_dense", "dead_code_elimination",
-           "alter_op_layout"]
+           "alter_op_layout", "DenseToSparse", "SimplifyFCTranspose", "dense_to_sparse",
+           "simplify_fc_transpose", "search_fc_transpose"]
 
 # ruff: noqa: N802 - the pass constructors carry TVM's names
 
@@ -73,6 +75,19 @@ def CombineParallelDense(min_num_branches: int = 3) -> Pass:
 
 def DeadCodeElimination(inline_once: bool = False) -> Pass:
     return Pass(lambda mod: dead_code_elimination(mod, inline_once), "DeadCodeElimination", 1)
+
+
+def DenseToSparse(weight_name, weight_shape) -> Pass:
+    """Dense layers over the named weights become sparse_dense over their BSR parts
+    (see dense_to_sparse); run by ``data_dep_optimization.bsr_dense.convert``."""
+    return Pass(lambda mod: dense_to_sparse(mod, weight_name, weight_shape),
+                "DenseToSparse", 0)
+
+
+def SimplifyFCTranspose(target_weight_name) -> Pass:
+    """``dense(x, transpose(W))`` reads ``W.T`` instead (see dense_to_sparse)."""
+    return Pass(lambda mod: simplify_fc_transpose(mod, target_weight_name),
+                "SimplifyFCTranspose", 0)
 
 
 # The order relay.build runs (TVM's build_module.cc, reduced to the passes we have):

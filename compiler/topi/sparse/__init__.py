@@ -1,5 +1,5 @@
 """Sparse-matrix helpers (TVM's ``topi.sparse``)."""
 from . import utils
-from .utils import BSRMatrix, random_bsr_matrix
+from .utils import BSRMatrix, bsr_from_dense, random_bsr_matrix
 
-__all__ = ["utils", "BSRMatrix", "random_bsr_matrix"]
+__all__ = ["utils", "BSRMatrix", "bsr_from_dense", "random_bsr_matrix"]

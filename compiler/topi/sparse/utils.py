@@ -1,5 +1,6 @@
-"""Random block-sparse matrices for tests and tuning (TVM's
-``topi.sparse.utils.random_bsr_matrix``), without scipy.
+"""Block-sparse matrices for tests and tuning, without scipy: random ones (TVM's
+``topi.sparse.utils.random_bsr_matrix``) and dense ones converted
+(``bsr_from_dense``, scipy's ``bsr_matrix(w, blocksize=...)``).
 
 ``BSRMatrix`` holds scipy's BSR layout: ``data`` (blocks, bs_r, bs_c), ``indices`` (the
 block column of every block) and ``indptr`` (block row r owns blocks ``indptr[r]`` to
@@ -35,9 +36,32 @@ class BSRMatrix:
 
     toarray = todense
 
+    @classmethod
+    def from_dense(cls, w, blocksize) -> BSRMatrix:
+        """``w`` (2-D) in BSR form: every block holding a nonzero entry is stored, by
+        block row and then column, as scipy's ``bsr_matrix(w, blocksize=blocksize)``."""
+        w = np.asarray(w)
+        bs_r, bs_c = (int(b) for b in blocksize)
+        if w.ndim != 2 or bs_r < 1 or bs_c < 1 or w.shape[0] % bs_r or w.shape[1] % bs_c:
+            raise TEError(f"bsr_from_dense: a matrix of shape {w.shape} does not divide into "
+                          f"blocks of ({bs_r}, {bs_c}); expected a 2-D shape that is a "
+                          "multiple of the block")
+        rows, cols = w.shape[0] // bs_r, w.shape[1] // bs_c
+        blocks = w.reshape(rows, bs_r, cols, bs_c).transpose(0, 2, 1, 3)
+        keep = blocks.reshape(rows, cols, -1).any(axis=2)
+        block_rows, indices = np.nonzero(keep)       # row-major: by row, then column
+        indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+        return cls(np.ascontiguousarray(blocks[block_rows, indices]),
+                   indices.astype(np.int32), indptr, w.shape)
+
     def __repr__(self) -> str:
         return (f"BSRMatrix(shape={self.shape}, blocksize={self.blocksize}, "
                 f"blocks={len(self.indices)})")
+
+
+def bsr_from_dense(w, blocksize) -> BSRMatrix:
+    """``BSRMatrix.from_dense``: scipy's ``bsr_matrix(w, blocksize=blocksize)``."""
+    return BSRMatrix.from_dense(w, blocksize)
 
 
 def random_bsr_matrix(m: int, n: int, bs_r: int, bs_c: int, density: float, dtype,

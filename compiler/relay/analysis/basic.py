@@ -1,9 +1,9 @@
-"""Read-only analyses of relay expressions (TVM's ``relay.analysis``)."""
+"""Read-only analyses of relay expressions: variables, calls and operators."""
 from __future__ import annotations
 
-from .expr import Call, Function, Let, Var
-from .functor import post_order, post_order_visit
-from .op.registry import Op
+from ..expr import Call, Function, Let, Var
+from ..functor import post_order, post_order_visit
+from ..op.registry import Op
 
 __all__ = ["free_vars", "bound_vars", "all_vars", "post_order_visit", "count_calls",
            "list_ops"]
