@@ -43,7 +43,11 @@ from .measure_record import (
 from .relay_integration import extract_tasks, is_auto_scheduler_enabled
 from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, SearchCallback
 from .search.policy import EmptyPolicy, SearchParams, SketchPolicy
-from .search.sparse_rule import sparse_dense_sketch_rule, sparse_sketch_rules
+from .search.sparse_rule import (
+    sparse_conv2d_sketch_rule,
+    sparse_dense_sketch_rule,
+    sparse_sketch_rules,
+)
 from .state import State
 from .task import HardwareParams, SearchTask
 from .task_inputs import register_task_input_check_func
@@ -76,7 +80,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "SearchCallback", "PreloadMeasuredStates", "PreloadCustomSketchRule",
-           "sparse_dense_sketch_rule", "sparse_sketch_rules",
+           "sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule", "sparse_sketch_rules",
            "LayoutRewriteOption",
            "LayoutTransform"]
 

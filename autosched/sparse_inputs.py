@@ -1,10 +1,11 @@
-"""TVM's built-in task-input check function for sparse kernels (``try_get_sparse_input``).
+"""TVM's built-in task-input check functions for sparse kernels (``try_get_sparse_input``
+and ``try_get_conv2d_sparse_input``).
 
-Role: name the BSR weight placeholders of a ``topi.nn.sparse_dense`` op as TVM does, so a
-TVM script's ``task_inputs={prefix + "W_data": ..., prefix + "W_indices": ...,
-prefix + "W_indptr": ...}`` reaches them: ``prefix`` is
-``sparse_dense_bsr_{N}_{K}_{BS_R}_{BS_C}_{len(indices)}_{len(indptr)}_``.  Registered
-when the package is imported.
+Role: name the BSR weight placeholders of a ``topi.nn.sparse_dense`` or
+``sparse_conv2d`` op as TVM does, so a TVM script's ``task_inputs={prefix + "W_data":
+..., prefix + "W_indices": ..., prefix + "W_indptr": ...}`` reaches them: ``prefix`` is
+``sparse_dense_bsr_{N}_{K}_{BS_R}_{BS_C}_{len(indices)}_{len(indptr)}_`` (``sparse_conv2d_bsr_...``
+for a convolution, ``BS_C`` 1 for its 2-D data).  Registered when the package is imported.
 
 Invariants: only the first BSR sparse_dense op reachable from the arguments is named (as
 TVM); operands whose roles are ambiguous (two 1-D operands of the same length) are left
@@ -22,30 +23,52 @@ def _dims(t) -> tuple:
     return tuple(int(d.value) for d in t.shape)
 
 
-def sparse_input_names(args) -> dict:
-    """{placeholder tensor: TVM's task input name} for the sparse op among ``args``."""
-    ops = post_order_ops([a for a in args if isinstance(a.op, ComputeOp)])
-    for op in ops:
-        if op.tag != _tag.SPARSE_DENSE_BSR_BLOCK:
-            continue
-        ins = list(op.input_tensors)
-        dense = [t for t in ins if len(t.shape) == 2]
-        data = [t for t in ins if len(t.shape) == 3]
-        one_d = [t for t in ins if len(t.shape) == 1]
-        if len(dense) != 1 or len(data) != 1 or len(one_d) != 2:
-            return {}
-        blocks, bs_r, bs_c = _dims(data[0])
-        indices = [t for t in one_d if _dims(t)[0] == blocks]
-        indptr = [t for t in one_d if _dims(t)[0] != blocks]
-        if len(indices) != 1 or len(indptr) != 1:
-            return {}
-        k = _dims(dense[0])[1]
-        n = (_dims(indptr[0])[0] - 1) * bs_r
-        prefix = (f"sparse_dense_bsr_{n}_{k}_{bs_r}_{bs_c}_{_dims(indices[0])[0]}_"
-                  f"{_dims(indptr[0])[0]}_")
-        return {data[0]: prefix + "W_data", indices[0]: prefix + "W_indices",
-                indptr[0]: prefix + "W_indptr"}
+# block stage tag -> (prefix, dims of the dense operand, dims its weight data may have)
+_KINDS = {_tag.SPARSE_DENSE_BSR_BLOCK: ("sparse_dense_bsr", 2, (3,)),
+          _tag.SPARSE_CONV2D_BSR_BLOCK: ("sparse_conv2d_bsr", 4, (2, 3))}
+
+
+def _names_of(op, prefix: str, dense_dims: int, data_dims: tuple) -> dict:
+    ins = list(op.input_tensors)
+    dense = [t for t in ins if len(t.shape) == dense_dims]
+    data = [t for t in ins if len(t.shape) in data_dims]
+    one_d = [t for t in ins if len(t.shape) == 1]
+    if len(dense) != 1 or len(data) != 1 or len(one_d) != 2:
+        return {}
+    blocks, bs_r, *rest = _dims(data[0])
+    bs_c = rest[0] if rest else 1
+    indices = [t for t in one_d if _dims(t)[0] == blocks]
+    indptr = [t for t in one_d if _dims(t)[0] != blocks]
+    if len(indices) != 1 or len(indptr) != 1:
+        return {}
+    shape = _dims(dense[0])
+    # the reduced (input) width: a dense operand's columns, a convolution's channels
+    k = shape[1] if dense_dims == 2 or op.attrs.get("layout") == "NCHW" else shape[-1]
+    n = (_dims(indptr[0])[0] - 1) * bs_r
+    full = f"{prefix}_{n}_{k}_{bs_r}_{bs_c}_{_dims(indices[0])[0]}_{_dims(indptr[0])[0]}_"
+    return {data[0]: full + "W_data", indices[0]: full + "W_indices",
+            indptr[0]: full + "W_indptr"}
+
+
+def _first_sparse(args, tags) -> dict:
+    """{placeholder tensor: TVM's task input name} for the first sparse op among ``args``
+    whose block stage has one of ``tags``."""
+    for op in post_order_ops([a for a in args if isinstance(a.op, ComputeOp)]):
+        if op.tag in tags:
+            return _names_of(op, *_KINDS[op.tag])
     return {}
 
 
+def sparse_input_names(args) -> dict:
+    """TVM's ``try_get_sparse_input``: the names of a sparse_dense op's BSR weight."""
+    return _first_sparse(args, (_tag.SPARSE_DENSE_BSR_BLOCK,))
+
+
+def conv2d_sparse_input_names(args) -> dict:
+    """TVM's ``try_get_conv2d_sparse_input``: the names of a sparse_conv2d's weight."""
+    return _first_sparse(args, (_tag.SPARSE_CONV2D_BSR_BLOCK,))
+
+
 register_task_input_check_func("try_get_sparse_input", sparse_input_names, override=True)
+register_task_input_check_func("try_get_conv2d_sparse_input", conv2d_sparse_input_names,
+                               override=True)

@@ -1,7 +1,8 @@
 """Sparse models from dense ones, tuned and built as a network: TVM's
-``relay.data_dep_optimization`` (``bsr_dense``, ``simplify_fc_transpose``),
-``DenseToSparse``, ``convert_model_dense_to_sparse``, task extraction that gives a sparse
-task its weights as task inputs, and TVM's network tutorial with ``use_sparse=True``."""
+``relay.data_dep_optimization`` (``bsr_dense``, ``bsr_conv2d``, ``simplify_fc_transpose``),
+``DenseToSparse``/``Conv2dToSparse``, ``convert_model_dense_to_sparse``, sparse 1x1
+convolutions (topi, relay, their sketch rule), task extraction that gives a sparse task
+its weights as task inputs, and TVM's network tutorial with ``use_sparse=True``."""
 import numpy as np
 import pytest
 from autosched_helpers import SMALL_SEARCH
@@ -12,7 +13,7 @@ import compiler
 from autosched.default_state import default_state
 from autosched.task_inputs import get_task_input_buffer
 from autosched.tuning import default_steps_repr
-from compiler import relay
+from compiler import relay, te, topi
 from compiler.contrib import graph_executor
 from compiler.errors import TEError
 from compiler.relay import data_dep_optimization as ddo
@@ -23,10 +24,18 @@ from compiler.topi.sparse.utils import BSRMatrix, bsr_from_dense, random_bsr_mat
 from records import load_records
 
 IMAGE = (3, 8, 8)          # a small MLP: 192 -> 128 -> 64 -> 1000
+RNG = np.random.default_rng(5)
 
 
 def _mlp():
-    return relay.testing.mlp.get_workload(batch_size=1, image_shape=IMAGE, num_classes=1000)
+    """The MLP without its softmax: random sparse weights saturate a softmax (one class
+    1.0, the others 0.0), which would hide wrong logits."""
+    mod, params = relay.testing.mlp.get_workload(batch_size=1, image_shape=IMAGE,
+                                                 num_classes=1000)
+    fn = mod["main"]
+    assert fn.body.op.name == "nn.softmax"
+    logits = fn.body.args[0]
+    return relay.IRModule.from_expr(relay.Function(fn.params, logits)), params
 
 
 def _np(v):
@@ -54,8 +63,9 @@ def _run(mod, params, x, target="llvm"):
 
 
 def _reference(mod, params, x):
-    out = relay.create_executor("debug", mod=mod).evaluate()(x, **params)
-    return _np(out)
+    out = _np(relay.create_executor("debug", mod=mod).evaluate()(x, **params))
+    assert out.std() > 1e-3          # values that tell a right answer from a wrong one
+    return out
 
 
 def test_bsr_from_dense_is_scipys_layout():
@@ -194,3 +204,182 @@ def test_tvms_network_tutorial_with_use_sparse_tunes_and_builds(tmp_path):
     m.run()
     ref = _reference(mod, _densified(params, sparams), x)
     np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-7)
+
+
+# ------------------------------------------------------------------ sparse 1x1 convolutions
+def _bsr_weight(n, k, bs_c, seed=2):
+    w = random_bsr_matrix(n, k, 4, bs_c, 0.4, "float32", seed=seed)
+    data = w.data if bs_c > 1 else w.data.reshape(len(w.data), 4)   # TVM's 2-D data
+    return w, (data, w.indices, w.indptr)
+
+
+def _conv_ref(x, w_dense, layout):
+    return np.einsum("mhwk,nk->mhwn", x, w_dense) if layout == "NHWC" else \
+        np.einsum("mkhw,nk->mnhw", x, w_dense)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("bs_c", [1, 2])
+def test_sparse_conv2d_matches_numpy(layout, bs_c):
+    w, parts = _bsr_weight(16, 12, bs_c)
+    xs = (2, 5, 6, 12) if layout == "NHWC" else (2, 12, 5, 6)
+    X = te.placeholder(xs, name="X")
+    D = te.placeholder(parts[0].shape, name="W_data")
+    idx = te.placeholder(parts[1].shape, name="W_indices", dtype="int32")
+    ptr = te.placeholder(parts[2].shape, name="W_indptr", dtype="int32")
+    Y = topi.nn.sparse_conv2d(X, D, idx, ptr, layout)
+    blk = Y.op.input_tensors[0]
+    assert (blk.op.tag, Y.op.tag, Y.op.attrs["layout"]) == (
+        "sparse_conv2d_sp_bsrmm_block", "sparse_conv2d_sp_bsrmm", layout)
+    assert len(blk.op.reduce_axis) == (2 if bs_c > 1 else 1)    # no column axis for 1
+    x = RNG.random(xs).astype("float32")
+    f = compiler.build(topi.generic.schedule_default([Y]), [X, D, idx, ptr, Y])
+    out = np.zeros([int(d) for d in Y.shape], "float32")
+    f(x, *parts, out)
+    np.testing.assert_allclose(out, _conv_ref(x, w.todense(), layout), rtol=1e-5, atol=1e-6)
+    # the relay op: interpreter and graph build
+    xv = relay.var("x", shape=xs)
+    y = relay.nn.relu(relay.nn.sparse_conv2d(xv, tuple(relay.const(a) for a in parts), layout))
+    mod = relay.IRModule.from_expr(relay.Function([xv], y))
+    ref = np.maximum(_conv_ref(x, w.todense(), layout), 0)
+    np.testing.assert_allclose(_np(relay.create_executor("debug", mod=mod).evaluate()(x)),
+                               ref, rtol=1e-5, atol=1e-6)
+    lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](compiler.cpu()))
+    m.set_input("x", x)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_sparse_conv2d_errors_name_the_argument():
+    X = te.placeholder((1, 4, 4, 8), name="X")
+    D = te.placeholder((3, 4), name="D")
+    idx = te.placeholder((3,), name="I", dtype="int32")
+    ptr = te.placeholder((3,), name="P", dtype="int32")
+    with pytest.raises(TEError, match=r"sparse_conv2d: argument kernel_size=3 is invalid; "
+                                      r"expected 1 \(a 1x1 convolution\)"):
+        topi.nn.sparse_conv2d(X, D, idx, ptr, "NHWC", kernel_size=3)
+    with pytest.raises(TEError, match=r"argument layout='NCWH' is invalid"):
+        topi.nn.sparse_conv2d(X, D, idx, ptr, "NCWH")
+
+
+def _convnet(layout: str):
+    """1x1 conv 16->32 + ReLU, a strided 1x1 conv (which must stay dense), 1x1 conv
+    32->16 + ReLU."""
+    nhwc = layout == "NHWC"
+    x = relay.var("data", shape=(1, 8, 8, 16) if nhwc else (1, 16, 8, 8))
+
+    def conv(y, name, cin, cout, stride=1):
+        w = relay.var(name + "_weight", shape=(1, 1, cin, cout) if nhwc else (cout, cin, 1, 1))
+        return relay.nn.conv2d(y, w, strides=(stride, stride), channels=cout,
+                               kernel_size=(1, 1), data_layout=layout,
+                               kernel_layout="HWIO" if nhwc else "OIHW")
+    y = relay.nn.relu(conv(x, "c1", 16, 32))
+    y = relay.nn.relu(conv(conv(y, "c2", 32, 32, stride=2), "c3", 32, 16))
+    fn = relay.Function(relay.analysis.free_vars(y), y)
+    rng = np.random.default_rng(0)
+    params = {p.name_hint: (rng.standard_normal(p.type_annotation.shape) * 0.3).astype(
+        "float32") for p in fn.params if p.name_hint != "data"}
+    return relay.IRModule.from_expr(fn), params
+
+
+def _conv_densified(params, sparse_params, layout):
+    """The dense model's params: a weight left dense is the converted model's (random
+    weights replace the strided convolution's too, as TVM's), a converted one is
+    rebuilt from its BSR parts."""
+    out = {k: _np(sparse_params[k]) if k in sparse_params else v for k, v in params.items()}
+    for name, w in params.items():
+        if name + ".data" not in sparse_params:
+            continue
+        data = _np(sparse_params[name + ".data"])
+        data = data.reshape(*data.shape, 1) if data.ndim == 2 else data
+        n_by_k = BSRMatrix(data, _np(sparse_params[name + ".indices"]),
+                           _np(sparse_params[name + ".indptr"]),
+                           (w.shape[3], w.shape[2]) if layout == "NHWC" else w.shape[:2])
+        m = n_by_k.todense()
+        out[name] = (m.T if layout == "NHWC" else m).reshape(w.shape)
+    return out
+
+
+@pytest.mark.parametrize("layout,bs_c", [("NHWC", 1), ("NCHW", 2)])
+def test_sparse_convnet_converts_tunes_and_builds(tmp_path, layout, bs_c):
+    mod, params = _convnet(layout)
+    np.random.seed(0)
+    smod, sparams = convert_model_dense_to_sparse(mod, params, bs_r=4, bs_c=bs_c,
+                                                  random_params=True, layout=layout)
+    text = relay.astext(smod["main"])
+    # the two plain 1x1 convolutions become sparse; the strided one stays dense
+    assert text.count("nn.sparse_conv2d(") == 2 and text.count("nn.conv2d(") == 1
+    assert "c2_weight" in sparams and "c1_weight" not in sparams
+    assert sparams["c1_weight.data"].shape[1:] == ((4,) if bs_c == 1 else (4, bs_c))
+    tasks, weights = auto.extract_tasks(smod["main"], sparams, "llvm")
+    sparse_tasks = [t for t in tasks if t.task_input_names]
+    assert len(tasks) == 3 and len(sparse_tasks) == 2
+    nnz = sparams["c1_weight.indices"].shape[0]
+    assert sparse_tasks[0].task_input_names[2] == \
+        f"sparse_conv2d_bsr_32_16_4_{bs_c}_{nnz}_9_W_indptr"
+    policies = [auto.SketchPolicy(t, params=SMALL_SEARCH, verbose=0,
+                                  init_search_callbacks=auto.sparse_sketch_rules())
+                for t in tasks]
+    sketch = policies[0].generate_sketches()
+    assert len(sketch) == 1 and "sparse_conv2d_block" in str(sketch[0])
+    log = str(tmp_path / "convnet.json")
+    auto.TaskScheduler(tasks, weights).tune(
+        auto.TuningOptions(num_measure_trials=12, num_measures_per_round=4, verbose=0,
+                           measure_callbacks=[auto.RecordToFile(log)]),
+        search_policy=policies)
+    assert all(res.error_no == 0 for _, res in auto.load_records(log))
+    _without_default_records(log, tasks)
+    with auto.ApplyHistoryBest(log) as ctx:
+        with compiler.transform.PassContext(opt_level=3, config={
+                "relay.backend.use_auto_scheduler": True}):
+            lib = relay.build(smod, target="llvm", params=sparams)
+    assert (ctx.hits, ctx.stale) == (3, 0)
+    m = graph_executor.GraphModule(lib["default"](compiler.cpu()))
+    x = np.random.default_rng(3).random((1, 8, 8, 16) if layout == "NHWC" else
+                                        (1, 16, 8, 8)).astype("float32")
+    m.set_input("data", x)
+    m.run()
+    ref = _reference(mod, _conv_densified(params, sparams, layout), x)
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_conv2d_to_sparse_refuses_a_convolution_it_cannot_compute():
+    mod, _ = _convnet("NHWC")
+    with pytest.raises(RelayError, match=r"Conv2dToSparse: weight 'c2_weight' is read by a "
+                                         r"nn.conv2d the sparse kernel does not compute"):
+        relay.transform.Conv2dToSparse(["c2_weight"], [[8, 4, 8, 9]], "NHWC")(mod)
+
+
+def test_testing_networks_take_the_image_shape_in_the_layouts_order():
+    mod, _ = relay.testing.resnet.get_workload(num_layers=18, layout="NHWC",
+                                               image_shape=(32, 32, 3))
+    assert mod["main"].params[0].type_annotation.shape == (1, 32, 32, 3)
+    mod, _ = relay.testing.mobilenet.get_workload(layout="NCHW", image_shape=(3, 32, 32))
+    assert mod["main"].params[0].type_annotation.shape == (1, 3, 32, 32)
+
+
+@auto.register_workload("test_sparse_conv2d_relu", override=True)
+def sparse_conv2d_relu(x_shape, w_data_shape, w_indices_shape, w_indptr_shape, layout):
+    X = te.placeholder(shape=x_shape, name="X")
+    W_data = te.placeholder(shape=w_data_shape, name="W_data")
+    W_indices = te.placeholder(shape=w_indices_shape, name="W_indices", dtype="int32")
+    W_indptr = te.placeholder(shape=w_indptr_shape, name="W_indptr", dtype="int32")
+    out = topi.nn.relu(topi.nn.sparse_conv2d(X, W_data, W_indices, W_indptr, layout))
+    return [X, W_data, W_indices, W_indptr, out]
+
+
+@pytest.mark.parametrize("layout,bs_c", [("NHWC", 1), ("NCHW", 2)])
+def test_sparse_conv2d_sketch_is_tvms(request, layout, bs_c):
+    """TVM's sparse_conv2d rule: the reshape inlined into the ReLU, the block stage tiled
+    (batch, height, width in three, block rows in two) with the row-length loop after
+    the outer tiles, computed at the ReLU's outer block-row loop."""
+    _, parts = _bsr_weight(16, 12, bs_c)
+    x_shape = (1, 8, 8, 12) if layout == "NHWC" else (1, 12, 8, 8)
+    task = auto.SearchTask(func="test_sparse_conv2d_relu", target="llvm", args=(
+        x_shape, parts[0].shape, parts[1].shape, parts[2].shape, layout))
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, verbose=0,
+                               init_search_callbacks=auto.sparse_sketch_rules())
+    sketches = policy.generate_sketches()
+    assert len(sketches) == 1
+    check_golden(request, f"sketch_sparse_conv2d_{layout.lower()}", str(sketches[0]))

@@ -1,4 +1,5 @@
-"""The sketch rule of TVM's sparse tuning tutorial, ready made.
+"""The sketch rules of TVM's sparse kernels, ready made: the sparse tuning tutorial's
+for ``sparse_dense`` and ``topi.sparse.utils``'s for ``sparse_conv2d``.
 
 Role: ``sparse_dense_sketch_rule()`` is a ``PreloadCustomSketchRule`` doing what the
 tutorial's ``meet_condition_func``/``apply_func`` do for ``topi.nn.sparse_dense``'s BSR
@@ -8,7 +9,14 @@ the row-length loop inside the block-row loop that defines its extent, and compu
 the consumer's outer block-row loop.  Without it the built-in rules leave such a stage
 untiled (``sketch_rules.needs_mlt``).
 
-Invariant: the sketch equals the tutorial's rule's, step for step (a test compares them).
+``sparse_conv2d_sketch_rule()`` does the same for a sparse 1x1 convolution's block
+stage: batch, height and width split in three and the block-row axis in two, the
+consumer following, computed at the consumer's outer block-row loop (TVM's
+``sparse_conv2d_apply_func``, NHWC and NCHW).  ``sparse_sketch_rules()`` is TVM's list of
+both.
+
+Invariant: the sketches equal TVM's rules', step for step (a test compares the dense
+one with the tutorial's own code).
 """
 from __future__ import annotations
 
@@ -18,7 +26,7 @@ from ..loop_state import LoopState
 from .callbacks import PreloadCustomSketchRule
 from .sketch_rules import APPLY_AND_SKIP_REST, PASS, consumers_resolved, elementwise_consumer
 
-__all__ = ["sparse_dense_sketch_rule", "sparse_sketch_rules"]
+__all__ = ["sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule", "sparse_sketch_rules"]
 
 
 def _meet(policy, state, stage_id):
@@ -27,16 +35,23 @@ def _meet(policy, state, stage_id):
                                           _tag.SPARSE_DENSE_BSR_BLOCK) else PASS
 
 
+def _inline_into_consumer(s0, stage_id: int):
+    """The op the block stage is attached to: the reshape stage's single elementwise
+    consumer (the reshape inlined into it), else the reshape stage itself."""
+    reshape = s0.stages[stage_id].op
+    cons = consumers_resolved(s0, stage_id)
+    if len(cons) == 1 and elementwise_consumer(s0, stage_id) == cons[0]:
+        s0.compute_inline(reshape)
+        return s0.stages[cons[0]].op
+    return reshape
+
+
 def _apply(policy, state, stage_id):
     s0 = LoopState.of(state)
     if s0.stages[stage_id].op.tag == _tag.SPARSE_DENSE_BSR_BLOCK:
         return [s0, stage_id - 1]
-    reshape, block = s0.stages[stage_id].op, s0.stages[stage_id - 1].op
-    consumer = reshape
-    cons = consumers_resolved(s0, stage_id)
-    if len(cons) == 1 and elementwise_consumer(s0, stage_id) == cons[0]:
-        consumer = s0.stages[cons[0]].op
-        s0.compute_inline(reshape)
+    block = s0.stages[stage_id - 1].op
+    consumer = _inline_into_consumer(s0, stage_id)
     i, nb_j, j, row_offset, c = s0[block].iters
     m, n = s0[consumer].iters
     i0, i1, i2 = s0.split(block, i, [None, None])
@@ -55,8 +70,53 @@ def sparse_dense_sketch_rule() -> PreloadCustomSketchRule:
     return PreloadCustomSketchRule(_meet, _apply, "SparseDense")
 
 
+def _meet_conv(policy, state, stage_id):
+    tag = state.stages[stage_id].op.tag
+    return APPLY_AND_SKIP_REST if tag in (_tag.SPARSE_CONV2D_BSR,
+                                          _tag.SPARSE_CONV2D_BSR_BLOCK) else PASS
+
+
+def _apply_conv(policy, state, stage_id):
+    s0 = LoopState.of(state)
+    if s0.stages[stage_id].op.tag == _tag.SPARSE_CONV2D_BSR_BLOCK:
+        return [s0, stage_id - 1]
+    nhwc = s0.stages[stage_id].op.attrs.get("layout", "NHWC") == "NHWC"
+    block = s0.stages[stage_id - 1].op
+    consumer = _inline_into_consumer(s0, stage_id)
+    its = list(s0[block].iters)
+    c = its[6] if len(its) == 7 else None          # no column axis for one-column blocks
+    if nhwc:
+        i, h, w, nb_j, j, row_offset = its[:6]
+        m, x, y, n = s0[consumer].iters
+    else:
+        i, nb_j, j, h, w, row_offset = its[:6]
+        m, n, x, y = s0[consumer].iters
+    tiles = []
+    for axis, follow in ((i, m), (h, x), (w, y)):
+        a0, a1, a2 = s0.split(block, axis, [None, None])
+        f0, f1 = s0.follow_split(consumer, follow, len(s0.transform_steps) - 1, 1)
+        tiles.append((a0, a1, a2, f0, f1))
+    j0, j1 = s0.split(block, nb_j, [None])
+    n0, n1 = s0.follow_split(consumer, n, len(s0.transform_steps) - 1, 1)
+    (i0, i1, i2, m0, m1), (h0, h1, h2, x0, x1), (w0, w1, w2, y0, y1) = tiles
+    tail = [c] if c is not None else []
+    if nhwc:
+        s0.reorder(block, [i0, h0, w0, j0, i1, h1, w1, j1, row_offset, i2, h2, w2, j, *tail])
+        s0.reorder(consumer, [m0, x0, y0, n0, m1, x1, y1, n1])
+    else:
+        s0.reorder(block, [i0, j0, h0, w0, i1, j1, h1, w1, row_offset, i2, j, *tail, h2, w2])
+        s0.reorder(consumer, [m0, n0, x0, y0, m1, n1, x1, y1])
+    s0.compute_at(block, consumer, n0)
+    return [[s0, stage_id - 2]]
+
+
+def sparse_conv2d_sketch_rule() -> PreloadCustomSketchRule:
+    """TVM's sketch rule of ``topi.nn.sparse_conv2d`` (see the module doc)."""
+    return PreloadCustomSketchRule(_meet_conv, _apply_conv, "SparseConv2D")
+
+
 def sparse_sketch_rules() -> list:
     """TVM's ``topi.sparse.utils.sparse_sketch_rules()``: the custom sketch rules of the
     sparse kernels, for ``SketchPolicy(task, init_search_callbacks=sparse_sketch_rules())``
     (TVM's network tutorial with ``use_sparse``); a stage of another kind passes them."""
-    return [sparse_dense_sketch_rule()]
+    return [sparse_conv2d_sketch_rule(), sparse_dense_sketch_rule()]

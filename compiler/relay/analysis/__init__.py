@@ -5,8 +5,8 @@
 read and turn the sparse ones into BSR parameters (``relay.data_dep_optimization``
 drives them).
 """
-from . import sparse_dense
+from . import sparse_conv2d, sparse_dense
 from .basic import all_vars, bound_vars, count_calls, free_vars, list_ops, post_order_visit
 
 __all__ = ["free_vars", "bound_vars", "all_vars", "post_order_visit", "count_calls",
-           "list_ops", "sparse_dense"]
+           "list_ops", "sparse_dense", "sparse_conv2d"]

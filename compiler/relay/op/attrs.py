@@ -281,6 +281,12 @@ class SparseDenseAttrs(Attrs):
 
 
 @dataclass(frozen=True)
+class SparseConv2DAttrs(Attrs):
+    layout: str = "NHWC"
+    kernel_size: tuple = (1, 1)
+
+
+@dataclass(frozen=True)
 class GeluAttrs(Attrs):
     approximate: str = "none"
 

@@ -210,20 +210,44 @@ register_op("nn.sparse_dense", 4, topi_rel("nn.sparse_dense", _sparse_dense),
             nn_ref.sparse_dense, A.SparseDenseAttrs, tunable=True)
 
 
+def _sparse_conv2d(ins, a):
+    return topi.nn.sparse_conv2d(ins[0], ins[1], ins[2], ins[3], a.layout, a.kernel_size[0])
+
+
+register_op("nn.sparse_conv2d", 4, topi_rel("nn.sparse_conv2d", _sparse_conv2d),
+            T.OUT_ELEMWISE_FUSABLE, lambda ins, a, ty: _sparse_conv2d(ins, a),
+            nn_ref.sparse_conv2d, A.SparseConv2DAttrs, tunable=True)
+
+
+def _bsr_parts(op: str, sparse_mat) -> tuple:
+    """``(data, indices, indptr)`` of a tuple or an object with those attributes."""
+    if all(hasattr(sparse_mat, f) for f in ("data", "indices", "indptr")):
+        return (sparse_mat.data, sparse_mat.indices, sparse_mat.indptr)
+    try:
+        parts = tuple(sparse_mat)
+    except TypeError:
+        parts = ()
+    if len(parts) != 3:
+        raise RelayError(f"{op}: sparse_mat {sparse_mat!r:.100} must be "
+                         "(data, indices, indptr)")
+    return parts
+
+
+def sparse_conv2d(dense_data, weights, layout="NHWC", kernel_size=1):
+    """TVM's ``relay.nn.sparse_conv2d``: a 1x1 convolution (stride 1, no padding) of
+    ``dense_data`` (NHWC or NCHW) with the ``out_channels x in_channels`` weight in BSR
+    form, ``weights`` = ``(data, indices, indptr)`` (data ``(blocks, bs_r, bs_c)``, or
+    ``(blocks, bs_r)`` for one-column blocks)."""
+    ks = tuple(int(k) for k in kernel_size) if isinstance(kernel_size, (tuple, list)) else \
+        (int(kernel_size),) * 2
+    return call("nn.sparse_conv2d", [dense_data, *_bsr_parts("nn.sparse_conv2d", weights)],
+                A.SparseConv2DAttrs(str(layout), ks))
+
+
 def sparse_dense(dense_mat, sparse_mat, sparse_lhs=False):
     """TVM's ``relay.nn.sparse_dense``: ``dense_mat @ W.T`` (``W @ dense_mat.T`` with
     ``sparse_lhs``) for ``sparse_mat`` = W as ``(data, indices, indptr)``, a tuple or an
     object with those attributes (scipy's CSR/BSR layout: 1-D data for CSR, 3-D for
     BSR).  Its reduce loop's extent is read from ``indptr`` when the kernel runs."""
-    parts: tuple
-    if all(hasattr(sparse_mat, f) for f in ("data", "indices", "indptr")):
-        parts = (sparse_mat.data, sparse_mat.indices, sparse_mat.indptr)
-    else:
-        try:
-            parts = tuple(sparse_mat)
-        except TypeError:
-            parts = ()
-        if len(parts) != 3:
-            raise RelayError(f"nn.sparse_dense: sparse_mat {sparse_mat!r:.100} must be "
-                             "(data, indices, indptr)")
+    parts = _bsr_parts("nn.sparse_dense", sparse_mat)
     return call("nn.sparse_dense", [dense_mat, *parts], A.SparseDenseAttrs(bool(sparse_lhs)))

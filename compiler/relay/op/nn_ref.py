@@ -230,14 +230,30 @@ def _round(v, method):
     return int(math.floor(v + 0.5))          # round (half up), round_prefer_ceil
 
 
-def sparse_dense(x, data, indices, indptr, attrs):
-    """``x @ W.T`` (``W @ x.T`` with ``sparse_lhs``) for ``W`` in CSR (1-D data) or BSR."""
-    bs_r, bs_c = (1, 1) if data.ndim == 1 else data.shape[1:]
-    rows = len(indptr) - 1
-    w = np.zeros((rows * bs_r, x.shape[-1 if not attrs.sparse_lhs else 1]), np.float64)
-    for r in range(rows):
+def _bsr_dense(data, indices, indptr, cols: int) -> np.ndarray:
+    """The dense matrix of BSR parts (2-D data: one-column blocks)."""
+    data = data.reshape(*data.shape, 1) if data.ndim == 2 else data
+    bs_r, bs_c = data.shape[1:]
+    w = np.zeros(((len(indptr) - 1) * bs_r, cols), np.float64)
+    for r in range(len(indptr) - 1):
         for e in range(indptr[r], indptr[r + 1]):
             c = indices[e]
             w[r * bs_r:(r + 1) * bs_r, c * bs_c:(c + 1) * bs_c] = data[e]
+    return w
+
+
+def sparse_conv2d(x, data, indices, indptr, attrs):
+    """A 1x1 convolution of ``x`` (NHWC or NCHW) with the BSR weight ``N x K``."""
+    nhwc = attrs.layout == "NHWC"
+    w = _bsr_dense(data, indices, indptr, x.shape[3] if nhwc else x.shape[1])
+    xd = x.astype(np.float64)
+    out = np.einsum("mhwk,nk->mhwn", xd, w) if nhwc else np.einsum("mkhw,nk->mnhw", xd, w)
+    return out.astype(x.dtype)
+
+
+def sparse_dense(x, data, indices, indptr, attrs):
+    """``x @ W.T`` (``W @ x.T`` with ``sparse_lhs``) for ``W`` in CSR (1-D data) or BSR."""
+    blocks = data.reshape(-1, 1, 1) if data.ndim == 1 else data      # CSR: 1x1 blocks
+    w = _bsr_dense(blocks, indices, indptr, x.shape[-1 if not attrs.sparse_lhs else 1])
     out = w @ x.astype(np.float64).T if attrs.sparse_lhs else x.astype(np.float64) @ w.T
     return out.astype(x.dtype)

@@ -14,6 +14,20 @@ from ..op import tensor as ops
 __all__ = ["function_of", "conv2d", "batch_norm", "conv_bn", "dense", "relu6", "channel_axis"]
 
 
+def image_chw(image_shape, layout: str) -> tuple:
+    """``(channels, height, width)`` of ``image_shape``, which is in the layout's order
+    (TVM's: ``(224, 224, 3)`` for NHWC); None is a 224x224 RGB image."""
+    if image_shape is None:
+        return (3, 224, 224)
+    if len(image_shape) != 3:
+        raise ValueError(f"image_shape {image_shape!r}: expected 3 dimensions in the "
+                         f"{layout} order without the batch")
+    if layout == "NHWC":
+        h, w, c = image_shape
+        return (c, h, w)
+    return tuple(image_shape)
+
+
 def channel_axis(layout: str) -> int:
     return layout.index("C")
 

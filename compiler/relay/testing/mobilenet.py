@@ -9,7 +9,7 @@ from ..op import nn as nn_ops
 from ..op import nn_more
 from ..op import tensor as ops
 from .init import create_workload
-from .layers import conv_bn, dense, function_of, relu6
+from .layers import conv_bn, dense, function_of, image_chw, relu6
 
 __all__ = ["inverted_residual", "get_net", "get_workload", "SETTINGS"]
 
@@ -37,9 +37,9 @@ def inverted_residual(data, name: str, cin: int, cout: int, stride: int, expand:
     return y
 
 
-def get_net(batch_size=1, num_classes=1000, image_shape=(3, 224, 224), width_mult=1.0,
+def get_net(batch_size=1, num_classes=1000, image_shape=None, width_mult=1.0,
             layout="NCHW", dtype="float32") -> X.Function:
-    c, h, w = image_shape
+    c, h, w = image_chw(image_shape, layout)
     shape = (batch_size, c, h, w) if layout == "NCHW" else (batch_size, h, w, c)
     data = X.var("data", shape=shape, dtype=dtype)
     cin = _round(32 * width_mult)
@@ -57,7 +57,7 @@ def get_net(batch_size=1, num_classes=1000, image_shape=(3, 224, 224), width_mul
     return function_of(y)
 
 
-def get_workload(batch_size=1, num_classes=1000, image_shape=(3, 224, 224), width_mult=1.0,
+def get_workload(batch_size=1, num_classes=1000, image_shape=None, width_mult=1.0,
                  layout="NCHW", dtype="float32", seed=0):
     """``(mod, params)`` of MobileNetV2 with seeded weights."""
     return create_workload(get_net(batch_size, num_classes, image_shape, width_mult, layout,

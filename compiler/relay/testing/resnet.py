@@ -10,7 +10,7 @@ from ..op import nn as nn_ops
 from ..op import nn_more
 from ..op import tensor as ops
 from .init import create_workload
-from .layers import conv_bn, dense, function_of
+from .layers import conv_bn, dense, function_of, image_chw
 
 __all__ = ["basic_block", "bottleneck", "get_net", "get_workload", "STAGES"]
 
@@ -38,12 +38,12 @@ def bottleneck(data, name: str, cin: int, cout: int, stride: int, layout="NCHW",
     return nn_ops.relu(ops.add(y, short))
 
 
-def get_net(batch_size=1, num_classes=1000, num_layers=18, image_shape=(3, 224, 224),
+def get_net(batch_size=1, num_classes=1000, num_layers=18, image_shape=None,
             layout="NCHW", dtype="float32") -> X.Function:
     if num_layers not in STAGES:
         raise ValueError(f"resnet: num_layers {num_layers}; expected one of {sorted(STAGES)}")
     units, bottle = STAGES[num_layers]
-    c, h, w = image_shape
+    c, h, w = image_chw(image_shape, layout)
     shape = (batch_size, c, h, w) if layout == "NCHW" else (batch_size, h, w, c)
     data = X.var("data", shape=shape, dtype=dtype)
     y = nn_ops.relu(conv_bn(data, "stem", c, 64, 7, 2, 3, 1, layout, dtype))
@@ -61,7 +61,7 @@ def get_net(batch_size=1, num_classes=1000, num_layers=18, image_shape=(3, 224, 
     return function_of(y)
 
 
-def get_workload(batch_size=1, num_classes=1000, num_layers=18, image_shape=(3, 224, 224),
+def get_workload(batch_size=1, num_classes=1000, num_layers=18, image_shape=None,
                  layout="NCHW", dtype="float32", seed=0):
     """``(mod, params)`` of ResNet-``num_layers`` with seeded weights."""
     return create_workload(get_net(batch_size, num_classes, num_layers, image_shape, layout,

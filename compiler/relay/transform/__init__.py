@@ -12,7 +12,12 @@ from .bind import bind_params_by_name
 from .combine_parallel_dense import combine_parallel_dense
 from .cse import eliminate_common_subexpr
 from .dce import dead_code_elimination
-from .dense_to_sparse import dense_to_sparse, search_fc_transpose, simplify_fc_transpose
+from .dense_to_sparse import (
+    conv2d_to_sparse,
+    dense_to_sparse,
+    search_fc_transpose,
+    simplify_fc_transpose,
+)
 from .fold_constant import fold_constant, register_evaluator
 from .fold_scale_axis import fold_scale_axis
 from .fuse_ops import fuse_ops
@@ -27,8 +32,9 @@ __all__ = ["Pass", "PassContext", "Sequential", "module_pass", "InferType", "Fus
            "bind_params_by_name", "fuse_ops", "fold_constant", "register_evaluator",
            "simplify_inference", "simplify_expr", "fold_scale_axis",
            "eliminate_common_subexpr", "combine_parallel_dense", "dead_code_elimination",
-           "alter_op_layout", "DenseToSparse", "SimplifyFCTranspose", "dense_to_sparse",
-           "simplify_fc_transpose", "search_fc_transpose"]
+           "alter_op_layout", "DenseToSparse", "Conv2dToSparse", "SimplifyFCTranspose",
+           "dense_to_sparse", "conv2d_to_sparse", "simplify_fc_transpose",
+           "search_fc_transpose"]
 
 # ruff: noqa: N802 - the pass constructors carry TVM's names
 
@@ -82,6 +88,14 @@ def DenseToSparse(weight_name, weight_shape) -> Pass:
     (see dense_to_sparse); run by ``data_dep_optimization.bsr_dense.convert``."""
     return Pass(lambda mod: dense_to_sparse(mod, weight_name, weight_shape),
                 "DenseToSparse", 0)
+
+
+def Conv2dToSparse(weight_name, weight_shape, layout: str = "NHWC",
+                   kernel_size: int = 1) -> Pass:
+    """Plain 1x1 convolutions over the named weights become sparse_conv2d over their BSR
+    parts (see dense_to_sparse); run by ``data_dep_optimization.bsr_conv2d.convert``."""
+    return Pass(lambda mod: conv2d_to_sparse(mod, weight_name, weight_shape, layout,
+                                             kernel_size), "Conv2dToSparse", 0)
 
 
 def SimplifyFCTranspose(target_weight_name) -> Pass:

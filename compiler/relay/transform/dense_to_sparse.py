@@ -1,10 +1,17 @@
-"""Dense layers over sparse weights (TVM's ``DenseToSparse`` and ``SimplifyFCTranspose``).
+"""Dense layers and 1x1 convolutions over sparse weights (TVM's ``DenseToSparse``,
+``Conv2dToSparse`` and ``SimplifyFCTranspose``).
 
 ``dense_to_sparse(mod, names, shapes)``: every ``nn.dense(x, W)`` whose weight is the
 parameter ``W`` named in ``names`` becomes ``nn.sparse_dense(x, (W.data, W.indices,
 W.indptr))`` over three new parameters of the BSR shape ``[blocks, bs_r, bs_c, blocks,
 rows + 1]`` given in ``shapes`` (``relay.analysis.sparse_dense.process_params`` returns
 both and stores the parts in ``params`` under those names).
+
+``conv2d_to_sparse(mod, names, shapes, layout, kernel_size)``: the same for every plain
+1x1 ``nn.conv2d`` over a named weight, which becomes ``nn.sparse_conv2d``; the shape is
+``[blocks, bs_r, (bs_c,) blocks, rows + 1]`` (no ``bs_c`` for one-column blocks) as
+``relay.analysis.sparse_conv2d.process_params`` returns it.  A named weight read by a
+convolution sparse_conv2d cannot compute (strided, padded, grouped) is an error.
 
 ``simplify_fc_transpose(mod, names)``: ``nn.dense(x, transpose(W))`` over a 2-D parameter
 ``W`` named in ``names`` reads a new parameter ``W.T`` instead (its value is ``W``
@@ -18,17 +25,19 @@ by several layers gets one set of new parameters.
 from __future__ import annotations
 
 from ..analysis.basic import free_vars
+from ..analysis.sparse_conv2d import plain_1x1
 from ..errors import RelayError
 from ..expr import Call, Function, Var, var
 from ..functor import ExprMutator, post_order
 from ..module import IRModule
 from ..op import nn as nn_ops
-from ..op.nn_more import sparse_dense
+from ..op.nn_more import sparse_conv2d, sparse_dense
 from ..op.registry import Op
 from ..ty import TensorType
 from .infer_type import infer_expr_type
 
-__all__ = ["dense_to_sparse", "simplify_fc_transpose", "search_fc_transpose"]
+__all__ = ["dense_to_sparse", "conv2d_to_sparse", "simplify_fc_transpose",
+           "search_fc_transpose"]
 
 
 def _is(node, name: str) -> bool:
@@ -59,31 +68,39 @@ def search_fc_transpose(expr) -> list:
 
 
 class _ToSparse(ExprMutator):
-    def __init__(self, shapes: dict):
+    """Calls of ``op`` over a named weight become ``make(x, parts)``."""
+
+    def __init__(self, pass_name: str, op: str, shapes: dict, lengths: tuple, make,
+                 accept=None):
         super().__init__()
-        self.shapes = shapes
+        self.pass_name, self.op, self.shapes = pass_name, op, shapes
+        self.lengths, self.make, self.accept = lengths, make, accept
         self.parts: dict = {}
 
     def _parts(self, w: Var) -> tuple:
         got = self.parts.get(w.name_hint)
         if got is None:
             s = [int(d) for d in self.shapes[w.name_hint]]
-            if len(s) != 5:
-                raise RelayError(f"DenseToSparse: weight {w.name_hint!r} shape {s}; expected "
+            if len(s) not in self.lengths:
+                raise RelayError(f"{self.pass_name}: weight {w.name_hint!r} shape {s}; expected "
                                  "[blocks, bs_r, bs_c, blocks, rows + 1]")
             t = w.type_annotation
             dtype = t.dtype if isinstance(t, TensorType) else "float32"
             got = self.parts[w.name_hint] = (
-                var(w.name_hint + ".data", shape=tuple(s[:3]), dtype=dtype),
-                var(w.name_hint + ".indices", shape=(s[3],), dtype="int32"),
-                var(w.name_hint + ".indptr", shape=(s[4],), dtype="int32"))
+                var(w.name_hint + ".data", shape=tuple(s[:-2]), dtype=dtype),
+                var(w.name_hint + ".indices", shape=(s[-2],), dtype="int32"),
+                var(w.name_hint + ".indptr", shape=(s[-1],), dtype="int32"))
         return got
 
     def rewrite_Call(self, e):
-        w = e.args[1] if _is(e, "nn.dense") else None
-        if isinstance(w, Var) and w.name_hint in self.shapes:
-            return sparse_dense(self.new(e.args[0]), self._parts(w))
-        return self.rebuild(e)
+        w = e.args[1] if _is(e, self.op) else None
+        if not isinstance(w, Var) or w.name_hint not in self.shapes:
+            return self.rebuild(e)
+        if self.accept is not None and not self.accept(e):
+            raise RelayError(f"{self.pass_name}: weight {w.name_hint!r} is read by a {self.op} "
+                             "the sparse kernel does not compute (expected a 1x1 convolution "
+                             "with stride 1, no padding or dilation and one group)")
+        return self.make(self.new(e.args[0]), self._parts(w))
 
 
 class _FromTransposed(ExprMutator):
@@ -120,7 +137,23 @@ def dense_to_sparse(mod: IRModule, weight_name, weight_shape) -> IRModule:
     if len(names) != len(weight_shape):
         raise RelayError(f"DenseToSparse: {len(names)} weight names but "
                          f"{len(weight_shape)} shapes; expected one shape per name")
-    return _over_functions(mod, _ToSparse(dict(zip(names, weight_shape))))
+    return _over_functions(mod, _ToSparse("DenseToSparse", "nn.dense",
+                                          dict(zip(names, weight_shape)), (5,), sparse_dense))
+
+
+def conv2d_to_sparse(mod: IRModule, weight_name, weight_shape, layout: str = "NHWC",
+                     kernel_size: int = 1) -> IRModule:
+    names = [str(n) for n in weight_name]
+    if len(names) != len(weight_shape):
+        raise RelayError(f"Conv2dToSparse: {len(names)} weight names but "
+                         f"{len(weight_shape)} shapes; expected one shape per name")
+    if kernel_size != 1:
+        raise RelayError(f"Conv2dToSparse: kernel_size {kernel_size!r}; only 1x1 "
+                         "convolutions become sparse")
+    mutator = _ToSparse("Conv2dToSparse", "nn.conv2d", dict(zip(names, weight_shape)), (4, 5),
+                        lambda x, parts: sparse_conv2d(x, parts, layout, kernel_size),
+                        lambda call: plain_1x1(call, layout))
+    return _over_functions(mod, mutator)
 
 
 def simplify_fc_transpose(mod: IRModule, target_weight_name) -> IRModule:

@@ -21,7 +21,7 @@ from .norm import batch_norm, layer_norm
 from .pad import dilate, mirror_pad, pad
 from .pooling import adaptive_pool, global_pool, pool2d
 from .softmax import log_softmax, softmax
-from .sparse import sparse_dense
+from .sparse import sparse_conv2d, sparse_dense
 from .utils import conv_out_size, get_pad_tuple
 
 __all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nchw_packed", "packed_lanes",
@@ -30,4 +30,4 @@ __all__ = ["flatten", "conv2d", "conv2d_nchw", "conv2d_nchw_packed", "packed_lan
            "batch_matmul", "dense", "dense_pack", "pack_dense_weight", "matmul",
            "bias_add", "gelu", "leaky_relu", "prelu", "relu", "batch_norm", "layer_norm",
            "dilate", "pad", "adaptive_pool", "global_pool", "pool2d", "log_softmax",
-           "softmax", "sparse_dense", "conv_out_size", "get_pad_tuple"]
+           "softmax", "sparse_dense", "sparse_conv2d", "conv_out_size", "get_pad_tuple"]
