@@ -41,7 +41,8 @@ from .x86.conv2d import (
 from .x86.dense import schedule_gemm_from_existing
 from .x86.fused import schedule_anchored
 from .x86.pooling import schedule_pool_from_existing
-from .x86.sparse import schedule_sparse_conv2d_from_existing, schedule_sparse_dense_from_existing
+from .x86.sparse import (schedule_sparse_conv2d_from_existing, schedule_sparse_dense_from_existing,
+                         schedule_sparse_reshape_from_existing)
 from .x86.utils import all_ops, as_list
 
 _EXISTING = {
@@ -57,6 +58,8 @@ _EXISTING = {
     _tag.SPARSE_DENSE_BSR_BLOCK: schedule_sparse_dense_from_existing,
     _tag.SPARSE_DENSE_CSR: schedule_sparse_dense_from_existing,
     _tag.SPARSE_CONV2D_BSR_BLOCK: schedule_sparse_conv2d_from_existing,
+    _tag.SPARSE_DENSE_BSR: schedule_sparse_reshape_from_existing,
+    _tag.SPARSE_CONV2D_BSR: schedule_sparse_reshape_from_existing,
 }
 _WHOLE = {_tag.SOFTMAX: schedule_softmax, _tag.LOG_SOFTMAX: schedule_softmax,
           _tag.LAYER_NORM: schedule_layer_norm}
