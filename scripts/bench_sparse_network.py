@@ -8,9 +8,10 @@ sparse model with default schedules and the tuned sparse model, timed side by si
 block-sparse weights (``convert_model_dense_to_sparse(..., random_params=True)``), its
 tasks are tuned together (``TaskScheduler``, one ``SketchPolicy`` per task with
 ``sparse_sketch_rules()``, ``LocalRunner(repeat=10, enable_cpu_cache_flush=True)`` as the
-tutorial, 16 candidates a round) and the model is built with the log.  Three builds are timed interleaved
-(``autosched.side_by_side``): the dense model (the random sparse weights stored dense)
-and the sparse model, both with default schedules, and the tuned sparse model; the
+tutorial, 16 candidates a round) and the model is built with the log.  Three builds
+are timed interleaved (``autosched.side_by_side``): the dense model (the random sparse
+weights stored dense) and the sparse model, both with default schedules, and the tuned
+sparse model; the
 tuned build's output is checked against the sparse default build's.  Prints a table of
 milliseconds and ratios and writes JSON.
 """

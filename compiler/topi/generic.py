@@ -41,8 +41,11 @@ from .x86.conv2d import (
 from .x86.dense import schedule_gemm_from_existing
 from .x86.fused import schedule_anchored
 from .x86.pooling import schedule_pool_from_existing
-from .x86.sparse import (schedule_sparse_conv2d_from_existing, schedule_sparse_dense_from_existing,
-                         schedule_sparse_reshape_from_existing)
+from .x86.sparse import (
+    schedule_sparse_conv2d_from_existing,
+    schedule_sparse_dense_from_existing,
+    schedule_sparse_reshape_from_existing,
+)
 from .x86.utils import all_ops, as_list
 
 _EXISTING = {
