@@ -6,6 +6,8 @@ strings with options this compiler does not model (``-link-params=0``).
 Logs are written from sampled states with made-up costs: nothing is built or timed.
 """
 import json
+import subprocess
+import sys
 import warnings
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
@@ -233,3 +235,32 @@ def test_apply_history_best_takes_tvm_pairs_as_well_as_paths(two_task_log):
     with pytest.raises(TypeError, match=r"expected log paths, Records or \(MeasureInput, "
                                         r"MeasureResult\) pairs, got int"):
         auto.ApplyHistoryBest([3])
+
+
+def test_distill_record_file_keeps_the_best_per_task_and_merges_the_output(two_task_log,
+                                                                             tmp_path):
+    """TVM's ``measure_record.distill_record_file`` and its ``--mode distill`` CLI."""
+    path, inputs, _ = two_task_log
+    out = tmp_path / "best" / "two.best.json"
+    assert auto.measure_record.distill_record_file(path, out) == 2
+    best = list(auto.load_records(out))
+    assert [r.costs[0] for _, r in best] == [1e-3, 1.5e-3]
+    assert str(best[0][0].state) == str(inputs[1].state)
+    # an existing output is merged: a better record of the first task replaces its best
+    better = tmp_path / "better.json"
+    auto.save_records(better, [inputs[2]], results_for([5e-4]))
+    assert auto.measure_record.distill_record_file(better, out) == 2
+    assert sorted(r.costs[0] for _, r in auto.load_records(out)) == [5e-4, 1.5e-3]
+    # the command line, as TVM's tip writes it (default output: INPUT.best.json)
+    done = subprocess.run([sys.executable, "-m", "autosched.measure_record", "--mode",
+                           "distill", "-i", str(path)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and "RuntimeWarning" not in done.stderr
+    assert f"extracted 2 best records from {path}" in done.stdout
+    assert len(list(auto.load_records(str(path) + ".best.json"))) == 2
+    missing = subprocess.run([sys.executable, "-m", "autosched.measure_record", "-i",
+                              str(tmp_path / "none.json")], capture_output=True, text=True,
+                             timeout=120)
+    assert missing.returncode == 1
+    assert "distill_record_file: input log" in missing.stderr and "does not exist" in \
+        missing.stderr

@@ -11,6 +11,9 @@
   MeasureInput, as TVM's ``measure.recover_measure_input``.
 - ``load_best_record(filename, workload_key, target)``: the best record of a workload,
   its State replayed.
+- ``distill_record_file(in_file, out_file)`` and ``python3 -m autosched.measure_record
+  --mode distill -i LOG [-o OUT]`` (TVM's tip for large logs): the best record of each
+  workload and target, merged with ``out_file``'s when it exists, written atomically.
 
 Invariants: the records layer parses (no pickle, bad lines warned about and skipped,
 ``#`` comment lines skipped silently); the records of one reader that name the same
@@ -21,22 +24,25 @@ a logged pair's steps and seed exactly as read, without replaying them.
 """
 from __future__ import annotations
 
+import argparse
+import itertools
 import os
+import sys
 import warnings
 
 from compiler.errors import CompilerError
-from records import MeasureInputRecord, Record, target_matches
+from records import MeasureInputRecord, Record, best_records, target_matches
 from records import RecordReader as _Lines
 from records import save_records as _save
 
-from .compute_dag import ComputeDAG
-from .errors import AutoSchedError, InvalidStepError
-from .layout_rewrite import as_option
-from .measure.measurer import MeasureInput, MeasureResult
-from .record_target import record_target
-from .steps import serialize
-from .task import HardwareParams, SearchTask
-from .workload import workload_key_to_tensors
+from ..compute_dag import ComputeDAG
+from ..errors import AutoSchedError, InvalidStepError
+from ..layout_rewrite import as_option
+from ..measure.measurer import MeasureInput, MeasureResult
+from ..record_target import record_target
+from ..steps import serialize
+from ..task import HardwareParams, SearchTask
+from ..workload import workload_key_to_tensors
 
 __all__ = ["RecordReader", "load_records", "save_records", "load_best_record",
            "LoggedTask", "LoggedMeasureInput", "recover_measure_input", "as_record"]
@@ -220,3 +226,37 @@ def load_best_record(log_file, workload_key: str, target=None):
         raise AutoSchedError(f"load_best_record: none of the {len(valid)} valid records of "
                              f"workload {workload_key} in {log_file} replays on its task")
     return None, None
+
+
+def distill_record_file(in_file, out_file) -> int:
+    """Write the best valid record of each (workload, target) of ``in_file`` -- and of
+    ``out_file`` when it already exists, as TVM's -- to ``out_file``, replacing it
+    atomically; returns how many were written.  Records are copied as read (nothing is
+    replayed, so logs of any model can be distilled)."""
+    in_file, out_file = os.fspath(in_file), os.fspath(out_file)
+    if not os.path.isfile(in_file):
+        raise AutoSchedError(f"distill_record_file: input log {in_file!r} does not exist")
+    sources = [_Lines(in_file)]
+    if os.path.isfile(out_file):
+        sources.append(_Lines(out_file))
+    best = best_records(itertools.chain(*sources))
+    os.makedirs(os.path.dirname(os.path.abspath(out_file)), exist_ok=True)
+    return _save(out_file, best, append=False)
+
+
+def main(argv=None) -> int:
+    """TVM's ``python3 -m tvm.auto_scheduler.measure_record --mode distill -i LOG``."""
+    ap = argparse.ArgumentParser(prog="python3 -m autosched.measure_record",
+                                 description="distill a tuning log to its best records")
+    ap.add_argument("--mode", choices=["distill"], default="distill")
+    ap.add_argument("-i", "--input", required=True, help="input log")
+    ap.add_argument("-o", "--output", default=None, help="output log (INPUT.best.json)")
+    args = ap.parse_args(argv)
+    out = args.output or args.input + ".best.json"
+    try:
+        n = distill_record_file(args.input, out)
+    except (AutoSchedError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"extracted {n} best records from {args.input} to {out}")
+    return 0
