@@ -17,7 +17,8 @@ import compiler
 from autosched import catalog, cli  # noqa: F401  (catalog registers the workloads)
 from autosched.measure import BuildResult, MeasureErrorNo, MeasureInput, RPCRunner
 from autosched.task_inputs import register_task_input_buffer
-from compiler import rpc, te
+from compiler import relay, rpc, te
+from compiler.contrib import graph_executor
 from records import FAILURE_COST
 
 N = 64
@@ -386,3 +387,59 @@ def test_request_remote_and_check_remote(cluster):
     assert not auto.utils.check_remote("absent", "127.0.0.1", tracker.port, timeout=0.2)
     with pytest.raises(rpc.RPCError, match="give both"):
         auto.utils.request_remote(KEY)
+
+
+def _exported_mlp(tmp_path):
+    """An MLP built by relay and exported as TVM's network tutorials do."""
+    mod, params = relay.testing.mlp.get_workload(batch_size=1, image_shape=(3, 8, 8))
+    with compiler.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    path = str(tmp_path / "net.tar")
+    lib.export_library(path)
+    return lib, path
+
+
+def test_a_model_exported_by_relay_runs_in_a_session(cluster, tmp_path):
+    """The deploy step of TVM's network tutorials over RPC (tune_network_arm): the
+    exported model is uploaded, loaded by name, run by a remote graph executor and
+    timed there."""
+    _tracker, _server, ts = cluster
+    lib, path = _exported_mlp(tmp_path)
+    x = np.random.default_rng(0).uniform(size=(1, 3, 8, 8)).astype("float32")
+    local = graph_executor.GraphModule(lib["default"](compiler.cpu()))
+    local.set_input("data", x)
+    local.run()
+    expected = local.get_output(0).numpy()
+    with ts.request(KEY, timeout=10) as remote:
+        remote.upload(path)
+        rlib = remote.load_module("net.tar")
+        dev = remote.cpu()
+        module = graph_executor.GraphModule(rlib["default"](dev))
+        assert module.get_num_inputs() == 1 and module.get_num_outputs() == 1
+        with pytest.raises(rpc.RPCError, match=r"input\(s\) \['data'\] were never set"):
+            module.run()
+        module.set_input("data", compiler.nd.array(x))
+        module.run()
+        np.testing.assert_allclose(module.get_output(0).numpy(), expected, rtol=1e-6)
+        np.testing.assert_array_equal(module.get_input("data").numpy(), x)
+        assert "Execution time summary" in str(module.benchmark(dev, repeat=3,
+                                                                min_repeat_ms=5))
+        prof = module.module.time_evaluator("run", dev, repeat=3, min_repeat_ms=5)()
+        assert len(prof.results) == 3 and prof.mean > 0
+        # the model's checks come back as errors naming them; the session lives on
+        with pytest.raises(rpc.RPCError, match=r"set_input 'data': got shape \(1, 3\)"):
+            module.set_input("data", np.zeros((1, 3), "float32"))
+        with pytest.raises(rpc.RPCError, match=r"get_output: index 3 out of range"):
+            module.get_output(3)
+        module.run()
+        assert remote.is_open
+
+
+def test_a_local_graph_module_has_tvms_time_evaluator(tmp_path):
+    lib, _ = _exported_mlp(tmp_path)
+    module = graph_executor.GraphModule(lib["default"](compiler.cpu()))
+    module.set_input("data", np.ones((1, 3, 8, 8), "float32"))
+    prof = module.module.time_evaluator("run", compiler.cpu(), repeat=2, number=3)()
+    assert len(prof.results) == 2 and prof.number == 3 and min(prof.results) > 0
+    with pytest.raises(compiler.relay.RelayInputError, match="times 'run', not 'set_input'"):
+        module.module.time_evaluator("set_input")

@@ -26,6 +26,7 @@ from ..runtime import ProfileResult, cpu, load_module
 from ..runtime.libmeta import encode_meta
 from ..runtime.meta import normalize_funcs_meta
 from . import protocol as P
+from .remote_graph import RemoteGraphFactory
 
 REPLY_MARGIN_SECONDS = 5.0
 
@@ -118,13 +119,16 @@ class RPCSession:
         blob, target = _upload_data(data, target)
         self.request({"op": "upload", "name": target}, [blob])
 
-    def load_module(self, path_or_obj, funcs_meta=None) -> RemoteModule:
-        """An uploaded file by name, or object code with its ``funcs_meta``."""
+    def load_module(self, path_or_obj, funcs_meta=None):
+        """An uploaded file by name (a RemoteModule, or a RemoteGraphFactory for a
+        model exported by ``relay.build``), or object code with its ``funcs_meta``."""
         if funcs_meta is not None:
             meta = encode_meta(normalize_funcs_meta(funcs_meta))
             reply, _ = self.request({"op": "load_module", "meta": meta}, [bytes(path_or_obj)])
         else:
             reply, _ = self.request({"op": "load_module", "name": str(path_or_obj)})
+        if reply.get("kind") == "graph_factory":       # a model exported by relay.build
+            return RemoteGraphFactory(self, reply["handle"])
         return RemoteModule(self, reply["handle"], reply["entry_name"],
                             tuple(reply["functions"]))
 

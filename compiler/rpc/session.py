@@ -16,6 +16,13 @@ of ``libmeta.encode_meta``) -> module ``handle``, ``entry_name``, ``functions``;
 with ``single_shot`` seconds, ``time`` times its warm-up call and, when that call is as
 slow, replies with it alone (``"single_shot": true``).
 
+A loaded model (a graph executor factory, ``kind`` "graph_factory") makes graph
+executors: ``graph_create`` (``module``) -> ``handle``, ``inputs`` (name, shape, dtype)
+and ``num_outputs``; on one (``graph``): ``graph_set_input`` (``name`` or ``index``, one
+array blob), ``graph_run``, ``graph_get_output`` / ``graph_get_input`` -> one array blob,
+``graph_benchmark`` (``repeat``, ``number``, ``min_repeat_ms``) -> ``results``.  The
+model's own checks (shapes, unset inputs) come back as errors; the session lives on.
+
 Invariants: handles are never reused within a session; arrays are 64-byte aligned; the
 session directory is removed when the session ends.
 """
@@ -29,13 +36,76 @@ import traceback
 
 import numpy as np
 
-from ..errors import CompilerError
 from ..runtime import Module, empty_aligned, load_module
 from ..runtime.libmeta import decode_meta
 from . import protocol as P
 
 
-class _Session:
+class _GraphOps:
+    """The requests on graph executors (mixed into the session: see the module doc)."""
+
+    objects: dict
+
+    def keep(self, obj) -> int:
+        raise NotImplementedError
+
+    def _graph(self, req):
+        g = self.objects.get(req.get("graph"))
+        if g is None or not _is_graph(g):
+            raise P.RPCError(f"handle {req.get('graph')!r} is not a live graph executor of "
+                             "this session")
+        return g
+
+    def op_graph_create(self, req, blobs):
+        factory = self.objects.get(req.get("module"))
+        if factory is None or not _is_graph_factory(factory):
+            raise P.RPCError(f"handle {req.get('module')!r} is not a loaded model of this "
+                             "session")
+        g = factory["default"]()
+        entries = g.layout.entries
+        inputs = [[name, list(entries[e][0]), str(entries[e][1])] for name, e in g.layout.inputs]
+        return {"handle": self.keep(g), "inputs": inputs,
+                "num_outputs": g.get_num_outputs()}, []
+
+    def op_graph_set_input(self, req, blobs):
+        key = req.get("index", req.get("name"))
+        self._graph(req).set_input(key, P.array_from(req, blobs[0] if blobs else b""))
+        return {}, []
+
+    def op_graph_run(self, req, blobs):
+        g = self._graph(req)
+        with _deadline(req.get("timeout")):
+            g.run()
+        return {}, []
+
+    def _send_array(self, arr):
+        data = np.ascontiguousarray(arr.numpy())
+        return P.array_header(data), [data.tobytes()]
+
+    def op_graph_get_output(self, req, blobs):
+        return self._send_array(self._graph(req).get_output(int(req.get("index", 0))))
+
+    def op_graph_get_input(self, req, blobs):
+        return self._send_array(self._graph(req).get_input(req.get("index", req.get("name"))))
+
+    def op_graph_benchmark(self, req, blobs):
+        g = self._graph(req)
+        with _deadline(req.get("timeout")):
+            res = g.benchmark(repeat=int(req.get("repeat", 5)), number=int(req.get("number", 5)),
+                              min_repeat_ms=req.get("min_repeat_ms"))
+        return {"results": list(res.results)}, []
+
+
+def _is_graph_factory(obj) -> bool:
+    """A loaded model (relay's factory module: its loader is registered by relay)."""
+    return hasattr(obj, "get_graph_json") and hasattr(obj, "__getitem__")
+
+
+def _is_graph(obj) -> bool:
+    return hasattr(obj, "layout") and hasattr(obj, "set_input") and hasattr(obj, "run")
+
+
+class _Session(_GraphOps):
     def __init__(self, workdir: str):
         self.workdir = workdir
         self.objects: dict = {}
@@ -77,7 +147,10 @@ class _Session:
             if not os.path.isfile(path):
                 raise P.RPCError(f"load_module: {name!r} was not uploaded to this session")
             mod = load_module(path)
-        return {"handle": self.keep(mod), "entry_name": mod.entry_name,
+        if _is_graph_factory(mod):
+            return {"handle": self.keep(mod), "kind": "graph_factory", "entry_name": "default",
+                    "functions": ["default"]}, []
+        return {"handle": self.keep(mod), "kind": "module", "entry_name": mod.entry_name,
                 "functions": list(mod.function_names)}, []
 
     def op_array(self, req, blobs):
@@ -186,8 +259,8 @@ def run_session(sock, workdir: str) -> None:
                     raise P.RPCError(f"unknown RPC request {op!r}")
                 reply, out = handler(req, blobs)
                 P.send(sock, dict(reply, ok=True), out)
-            except (CompilerError, ValueError, TypeError, KeyError, IndexError,
-                    MemoryError, OSError) as e:
+            except Exception as e:  # noqa: BLE001 - any failure of a request is its reply;
+                # a crash (signal) still ends the session process, as it must
                 P.send(sock, {"ok": False, "error": f"{type(e).__name__}: {e}",
                               "trace": traceback.format_exc(limit=4)})
     finally:

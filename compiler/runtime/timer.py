@@ -63,6 +63,38 @@ class ProfileResult:
                 f"std={_fmt(self.std)}, repeat={len(self.results)}, number={self.number})")
 
 
+@dataclass
+class BenchmarkResult:
+    """Seconds per run (TVM's ``BenchmarkResult``: mean/median/std/min/max, results)."""
+    results: list
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    def __str__(self) -> str:
+        ms = [r * 1e3 for r in self.results]
+        return (f"Execution time summary:\n mean (ms)   median (ms)    max (ms)     min (ms)     "
+                f"std (ms)\n {statistics.fmean(ms):9.4f}   {statistics.median(ms):9.4f}   "
+                f"{max(ms):9.4f}   {min(ms):9.4f}   {statistics.pstdev(ms):9.4f}")
+
+
 def _fmt(seconds: float) -> str:
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= scale:

@@ -15,7 +15,6 @@ exchanged as numpy's (ml_dtypes') arrays of the format, bits unchanged.
 from __future__ import annotations
 
 import ctypes
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from ...errors import CompilerError
 from ...runtime.jit import link_objects
 from ...runtime.module import empty_aligned, enter_parallel_runtime, kernel_error
 from ...runtime.ndarray import NDArray, array, cpu
+from ...runtime.timer import BenchmarkResult, ProfileResult
 from ...topi.narrow import from_storage, to_storage
 from ..errors import RelayInputError
 
@@ -94,40 +94,15 @@ class GraphLib:
         return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arity)(self._tracker[name])
 
 
-@dataclass
-class BenchmarkResult:
-    """Seconds per run (TVM's ``BenchmarkResult``: mean/median/std/min/max, results)."""
-    results: list
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.results)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.results)
-
-    @property
-    def std(self) -> float:
-        return statistics.pstdev(self.results)
-
-    @property
-    def min(self) -> float:
-        return min(self.results)
-
-    @property
-    def max(self) -> float:
-        return max(self.results)
-
-    def __str__(self) -> str:
-        ms = [r * 1e3 for r in self.results]
-        return (f"Execution time summary:\n mean (ms)   median (ms)    max (ms)     min (ms)     "
-                f"std (ms)\n {statistics.fmean(ms):9.4f}   {statistics.median(ms):9.4f}   "
-                f"{max(ms):9.4f}   {min(ms):9.4f}   {statistics.pstdev(ms):9.4f}")
-
-
 class GraphModule:
-    """A runnable model (TVM's ``graph_executor.GraphModule``)."""
+    """A runnable model (TVM's ``graph_executor.GraphModule``).  Given a graph executor
+    that lives in an RPC session (``remote_lib["default"](remote.cpu())``, an object
+    with ``remote_graph`` set), it returns that object, which has the same methods."""
+
+    def __new__(cls, module=None, device=None):
+        if getattr(module, "remote_graph", False):
+            return module
+        return super().__new__(cls)
 
     def __init__(self, module, device=None):
         if isinstance(module, GraphModule):
@@ -226,6 +201,26 @@ class GraphModule:
             raise RelayInputError(f"get_output: out must be an NDArray, got {type(out).__name__}")
         result = self._entry_array(e)
         return out.copyfrom(result) if out is not None else result
+
+    @property
+    def module(self) -> GraphModule:
+        """TVM's ``GraphModule.module`` (scripts call ``module.module.time_evaluator``)."""
+        return self
+
+    def time_evaluator(self, func_name: str = "run", dev=None, number: int = 10,
+                       repeat: int = 1, min_repeat_ms: float = 0, **kwargs):
+        """TVM's ``module.module.time_evaluator("run", dev, ...)``: a callable returning
+        a ProfileResult of seconds per run (``number`` runs a repeat, grown until a
+        repeat lasts ``min_repeat_ms``)."""
+        if func_name != "run":
+            raise RelayInputError(f"time_evaluator: a graph module times 'run', not "
+                                  f"{func_name!r}")
+
+        def evaluate() -> ProfileResult:
+            res = self.benchmark(dev, repeat=repeat, number=number,
+                                 min_repeat_ms=min_repeat_ms)
+            return ProfileResult(tuple(res.results), number)
+        return evaluate
 
     def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
                   min_repeat_ms: float | None = None, end_to_end: bool = False,
