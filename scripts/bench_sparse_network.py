@@ -2,16 +2,17 @@
 sparse model with default schedules and the tuned sparse model, timed side by side.
 
     python3 scripts/bench_sparse_network.py [--network resnet-50] [--trials 1600]
-        [--bs-r 4] [--sparsity 0.85] [--seed 0] [--json results/bench_sparse_network.json]
+        [--dense-trials 1600] [--bs-r 4] [--sparsity 0.85] [--seed 0]
+        [--json results/bench_sparse_network.json]
 
 ``tune_network_x86`` with ``use_sparse``: the model (NHWC, batch 1, 224x224) gets random
 block-sparse weights (``convert_model_dense_to_sparse(..., random_params=True)``), its
 tasks are tuned together (``TaskScheduler``, one ``SketchPolicy`` per task with
 ``sparse_sketch_rules()``, ``LocalRunner(repeat=10, enable_cpu_cache_flush=True)`` as the
-tutorial, 16 candidates a round) and the model is built with the log.  Three builds
-are timed interleaved (``autosched.side_by_side``): the dense model (the random sparse
-weights stored dense) and the sparse model, both with default schedules, and the tuned
-sparse model; the
+tutorial, 16 candidates a round) and the model is built with the log; the dense model
+(the same random weights stored dense) is tuned the same way with ``--dense-trials``.
+The builds are timed interleaved (``autosched.side_by_side``): the dense and the sparse
+model with default schedules and tuned; the
 tuned build's output is checked against the sparse default build's.  Prints a table of
 milliseconds and ratios and writes JSON.
 """
@@ -47,6 +48,7 @@ def _args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--network", choices=sorted(NETWORKS), default="resnet-50")
     ap.add_argument("--trials", type=int, default=1600)
+    ap.add_argument("--dense-trials", type=int, default=1600)
     ap.add_argument("--bs-r", type=int, default=4)
     ap.add_argument("--sparsity", type=float, default=0.85)
     ap.add_argument("--seed", type=int, default=0)
@@ -106,10 +108,16 @@ def main() -> None:
     x = np.random.default_rng(a.seed).uniform(size=(1, 224, 224, 3)).astype("float32")
     tasks, weights = auto.extract_tasks(smod["main"], sparams, "llvm")
     n_sparse = sum(1 for t in tasks if t.task_input_names)
-    log = os.path.join(tempfile.mkdtemp(prefix="bench-sparse-net-"), "log.json")
+    logdir = tempfile.mkdtemp(prefix="bench-sparse-net-")
+    log, dense_log = os.path.join(logdir, "sparse.json"), os.path.join(logdir, "dense.json")
     tune_s = _tune(tasks, weights, a.trials, a.seed, log) if a.trials else 0.0
+    if a.dense_trials:
+        dtasks, dweights = auto.extract_tasks(mod["main"], dense_params, "llvm")
+        _tune(dtasks, dweights, a.dense_trials, a.seed, dense_log)
     builds = {"dense default": _module(mod, dense_params, x),
               "sparse default": _module(smod, sparams, x)}
+    if a.dense_trials:
+        builds["dense tuned"] = _module(mod, dense_params, x, dense_log)
     if a.trials:
         builds["sparse tuned"] = _module(smod, sparams, x, log)
     outs = {}
@@ -147,7 +155,8 @@ def _densified(params, sparams) -> dict:
 def report(a, n_tasks: int, n_sparse: int, tune_s: float, times: dict) -> None:
     ms = {k: v * 1e3 for k, v in times.items()}
     print(f"{a.network} NHWC 224x224 batch 1, BSR {a.bs_r}x1 blocks, sparsity {a.sparsity}: "
-          f"{n_tasks} tasks ({n_sparse} sparse), {a.trials} trials in {tune_s:.0f} s")
+          f"{n_tasks} tasks ({n_sparse} sparse), {a.trials} trials in {tune_s:.0f} s; "
+          f"dense model {a.dense_trials} trials")
     print(f"{'build':16s} {'ms':>9s} {'dense default / it':>19s}")
     for k, v in ms.items():
         print(f"{k:16s} {v:9.2f} {ms['dense default'] / v:18.2f}x")

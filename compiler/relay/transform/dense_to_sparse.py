@@ -82,8 +82,9 @@ class _ToSparse(ExprMutator):
         if got is None:
             s = [int(d) for d in self.shapes[w.name_hint]]
             if len(s) not in self.lengths:
+                col = "(bs_c,) " if 4 in self.lengths else "bs_c, "
                 raise RelayError(f"{self.pass_name}: weight {w.name_hint!r} shape {s}; expected "
-                                 "[blocks, bs_r, bs_c, blocks, rows + 1]")
+                                 f"[blocks, bs_r, {col}blocks, rows + 1]")
             t = w.type_annotation
             dtype = t.dtype if isinstance(t, TensorType) else "float32"
             got = self.parts[w.name_hint] = (
