@@ -27,6 +27,7 @@ import numpy as np
 
 from compiler import build, te, topi
 from compiler.errors import CompilerError
+from compiler.topi.sparse.utils import random_bsr_matrix
 
 from . import state as S
 from .errors import InvalidStepError
@@ -48,6 +49,9 @@ class Family:
     args: tuple
     reference: Callable        # numpy function of the input arrays -> output
     rtol: float = 1e-4
+    # (argument position, array) given instead of random data: a sparse weight's
+    # indices and row pointers must stay in bounds
+    fixed: tuple = ()
 
 
 # ---------------------------------------------------------------- workloads
@@ -135,6 +139,37 @@ def _batch_matmul(b, m, n, k):
     return [X, Y, topi.nn.batch_matmul(X, Y)]
 
 
+# sparse weights: fixed BSR matrices (a 4x2-block one; a 4x1-block one with TVM's 2-D data)
+_W_DENSE = random_bsr_matrix(32, 24, 4, 2, 0.3, "float32", seed=11)
+_W_CONV = random_bsr_matrix(16, 12, 4, 1, 0.4, "float32", seed=12)
+_CONV_DATA = _W_CONV.data.reshape(len(_W_CONV.data), 4)
+
+
+def _bsr_args(data, w) -> tuple:
+    return ((1, data), (2, w.indices), (3, w.indptr))
+
+
+def _bsr_placeholders(data, w) -> list:
+    return [te.placeholder(data.shape, name="W_data"),
+            te.placeholder(w.indices.shape, name="W_indices", dtype="int32"),
+            te.placeholder(w.indptr.shape, name="W_indptr", dtype="int32")]
+
+
+@register_workload("fuzz_sparse_dense")
+def _sparse_dense(m):
+    X = te.placeholder((m, 24), name="X")
+    parts = _bsr_placeholders(_W_DENSE.data, _W_DENSE)
+    return [X, *parts, topi.nn.relu(topi.nn.sparse_dense(X, *parts))]
+
+
+@register_workload("fuzz_sparse_conv2d")
+def _sparse_conv2d(h, w):
+    X = te.placeholder((1, h, w, 12), name="X")
+    parts = _bsr_placeholders(_CONV_DATA, _W_CONV)
+    data, indices, indptr = parts
+    return [X, *parts, topi.nn.relu(topi.nn.sparse_conv2d(X, data, indices, indptr, "NHWC"))]
+
+
 # ---------------------------------------------------------------- numpy references
 def _conv_ref(x, f, stride, pad, dil, groups):
     n, ci, h, w = x.shape
@@ -196,6 +231,11 @@ FAMILIES = {
         a.astype(np.int32) @ b.astype(np.int32)), 0.0),
     "batch_matmul": Family("fuzz_batch_matmul", (2, 5, 7, 9),
                            lambda x, y: x @ y.transpose(0, 2, 1)),
+    "sparse_dense": Family("fuzz_sparse_dense", (6,), lambda x, *_: np.maximum(
+        x @ _W_DENSE.todense().T, 0), fixed=_bsr_args(_W_DENSE.data, _W_DENSE)),
+    "sparse_conv2d": Family("fuzz_sparse_conv2d", (5, 6), lambda x, *_: np.maximum(
+        np.einsum("mhwk,nk->mhwn", x, _W_CONV.todense()), 0),
+        fixed=_bsr_args(_CONV_DATA, _W_CONV)),
 }
 
 
@@ -388,6 +428,8 @@ def check_case(seed: int, k: int) -> Outcome:
         sch, tensors = dag.apply_steps_from_state(state, option)
         mod = build(sch, tensors, name="fuzz")
         ins = _inputs(dag.tensors[:-1], np.random.default_rng(k))
+        for pos, data in fam.fixed:
+            ins[pos] = data
         args = list(ins)
         if option == LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED:
             for tr in dag.layout_transforms(state):

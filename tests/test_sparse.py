@@ -11,6 +11,7 @@ from autosched_helpers import SMALL_SEARCH
 import autosched as auto
 import compiler
 from autosched import _ffi_api
+from autosched.errors import InvalidStepError
 from autosched.search.init_rules import sample_state
 from autosched.sparse_inputs import sparse_input_names
 from autosched.task_inputs import TaskInputError
@@ -399,3 +400,56 @@ def test_the_packaged_rule_makes_the_tutorials_sketch():
                                  init_search_callbacks=[auto.sparse_dense_sketch_rule()])
     (a,), (b,) = tutorial.generate_sketches(), packaged.generate_sketches()
     assert a.transform_steps == b.transform_steps and str(a) == str(b)
+
+
+def test_a_data_dependent_loop_outside_the_loops_it_reads_is_refused_clearly():
+    """A BSR row's length is read at its block row: a reorder that hoists the row-length
+    loop above the block-row loop, or a fuse of it with another axis, is a ScheduleError
+    naming both (it used to reach codegen as a variable read outside its loop), and the
+    State refuses the same steps."""
+    w = random_bsr_matrix(32, 24, 4, 2, density=0.3, dtype="float32", seed=4)
+    X, D, idx, ptr = _placeholders((6, 24), (w.data, w.indices, w.indptr))
+    Y = topi.nn.sparse_dense(X, D, idx, ptr)
+    blk = Y.op.input_tensors[0]
+    s = te.create_schedule(Y.op)
+    i, nb_j, j = s[blk].op.axis
+    e, c = s[blk].op.reduce_axis
+    s[blk].reorder(i, e, nb_j, j, c)
+    with pytest.raises(ScheduleError, match=r"stage sparse_dense_block: loop elem_idx runs "
+                                            r"over reduce axis elem_idx, whose extent is read "
+                                            r"from a tensor at axis nb_j, but loop nb_j of "
+                                            r"nb_j runs inside it"):
+        compiler.lower(s, [X, D, idx, ptr, Y])
+    s = te.create_schedule(Y.op)
+    s[blk].reorder(*s[blk].op.axis[:2], e, s[blk].op.axis[2], c)
+    s[blk].fuse(e, s[blk].op.axis[2])
+    with pytest.raises(ScheduleError, match=r"fuses reduce axis elem_idx, whose extent is "
+                                            r"read from a tensor, with other axes"):
+        compiler.lower(s, [X, D, idx, ptr, Y])
+    # the State: the same reorder is refused when the state is checked
+    task = auto.SearchTask(func="test_sparse_dense_bias_relu", args=ARGS, target="llvm")
+    s0 = auto.loop_state.State(task.compute_dag.init_state(), task.compute_dag)
+    block = next(st.op for st in s0.stages if st.op.tag == "sparse_dense_sp_rhs_bsrmm_block")
+    i_, nb_, j_, e_, c_ = s0[block].iters
+    s0.reorder(block, [i_, e_, nb_, j_, c_])
+    with pytest.raises(InvalidStepError, match=r"invalid state: stage sparse_dense_block: "
+                                               r"loop elem_idx runs over reduce axis"):
+        task.compute_dag.apply_steps_from_state(s0.state_object)
+
+
+def test_a_split_of_a_data_dependent_loop_by_parts_matches_numpy():
+    """Splitting the row-length loop into a fixed number of parts makes the inner loop's
+    extent, and the outer loops' strides, reads of ``indptr``: the body's index reads
+    them too (it used to keep an unlowered tensor read)."""
+    w = random_bsr_matrix(32, 24, 4, 2, density=0.5, dtype="float32", seed=5)
+    X, D, idx, ptr = _placeholders((6, 24), (w.data, w.indices, w.indptr))
+    Y = topi.nn.sparse_dense(X, D, idx, ptr)
+    blk = Y.op.input_tensors[0]
+    s = te.create_schedule(Y.op)
+    e = s[blk].op.reduce_axis[0]
+    eo, ei = s[blk].split(e, nparts=2)
+    s[blk].split(ei, nparts=3)
+    x = RNG.random((6, 24)).astype("float32")
+    out = np.zeros((6, 32), "float32")
+    compiler.build(s, [X, D, idx, ptr, Y])(x, w.data, w.indices, w.indptr, out)
+    np.testing.assert_allclose(out, x @ w.todense().T, rtol=1e-5)

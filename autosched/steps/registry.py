@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import fields
 
 from compiler.errors import CompilerError
+from compiler.schedule.dependent import dependent_extent_violation
 
 from ..errors import InvalidStepError
+from ..extents import bound_tensors
 from .compute import (
     CacheReadStep,
     CacheWriteStep,
@@ -57,8 +59,22 @@ def check_state(state) -> None:
     this cannot be checked per step).  A state that passes replays and lowers.
     """
     msg = scope_violation(state)
+    if msg is None and has_dependent_extents(state.dag):
+        # a reduce loop whose extent is read from a tensor must stay inside the loops it
+        # reads (sparse kernels only: their states are replayed for the check)
+        msg = dependent_extent_violation(state.dag.replay(state.transform_steps,
+                                                          readonly=True))
     if msg is not None:
         raise InvalidStepError(f"invalid state: {msg}")
+
+
+def has_dependent_extents(dag) -> bool:
+    """Whether some loop extent of ``dag`` is read from a tensor (memoized on it)."""
+    got = getattr(dag, "_dependent_extents", None)
+    if got is None:
+        got = bool(bound_tensors(dag.ops))
+        dag._dependent_extents = got
+    return got
 
 
 def apply_to_schedule(step, sch, steps) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ..errors import LoweringError
+from ..errors import LoweringError, ScheduleError
 from ..passes.pipeline import default_pipeline, run_pipeline
 from ..te.tensor import PlaceholderOp, Tensor
 from ..tir import expr as E
@@ -17,6 +17,7 @@ from ..tir import stmt as S
 from ..tir.expr import IntImm
 from ..transform import PassContext
 from .bound import infer_bound
+from .dependent import dependent_extent_violation
 from .inline import inject_inline
 from .opaque import plan_opaque
 from .relations import as_expr
@@ -72,6 +73,9 @@ def schedule_to_primfunc(sch: Schedule, args, name: str = "main") -> S.PrimFunc:
     if not isinstance(sch, Schedule):
         raise LoweringError(f"lower: expected a Schedule, got {type(sch).__name__}")
     args = list(args or [])
+    misplaced = dependent_extent_violation(sch)
+    if misplaced is not None:
+        raise ScheduleError(misplaced)
     bodies = inject_inline(sch)
     bindings: dict = {}
     params: list = []

@@ -99,10 +99,17 @@ class OpsBuilder:
         if st in self.opaque:
             return self.opaque[st](self, st)
         op: ComputeOp = st.op
-        tb = _ToBuffer(self.bounds.root_value[st], self.bindings)
+        vmap = self.bounds.root_value[st]
+        dependent = any(not isinstance(iv.dom.extent, E.IntImm) for iv in op.reduce_axis)
+        if dependent:
+            # a split of an extent read from a tensor puts that read into the root
+            # values (the outer loop's stride): they read its buffer too
+            loads = _LoadsToBuffer(vmap, self.bindings)
+            vmap = {k: loads.visit(v) for k, v in vmap.items()}
+        tb = _ToBuffer(vmap, self.bindings)
         body = self.bodies[st]
         outs = [self.bindings[op.output(k)] for k in range(op.num_outputs)]
-        sp_idx = tuple(sub_simplified(self.bounds.root_value[st][iv.var], o)
+        sp_idx = tuple(sub_simplified(vmap[iv.var], o)
                        for iv, o in zip(op.axis, outs[0].offsets))
         preds = self.bounds.preds[st]
         sp_pred = _op.all_(*[p for p, red in preds if not red])
@@ -114,7 +121,7 @@ class OpsBuilder:
         init = S.seq(*[S.BufferStore(o.buffer, tb.visit(v), sp_idx)
                        for o, v in zip(outs, init_vals)])
         pred = _op.all_(*[p for p, _ in preds])
-        if any(not isinstance(iv.dom.extent, E.IntImm) for iv in op.reduce_axis):
+        if dependent:
             # a split of an extent read from a tensor guards its tail with that read
             pred = _LoadsToBuffer(self.bounds.root_value[st], self.bindings).visit(pred)
         cond = _op.logical_and(pred, tb.visit(red0.condition))
