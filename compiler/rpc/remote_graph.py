@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..runtime.ndarray import NDArray, array
-from ..runtime.timer import BenchmarkResult, ProfileResult
+from ..runtime.timer import BenchmarkResult, benchmark_evaluator
 from . import protocol as P
 
 __all__ = ["RemoteGraphFactory", "RemoteGraphModule"]
@@ -122,9 +122,4 @@ class RemoteGraphModule:
         if func_name != "run":
             raise P.RPCError(f"time_evaluator: a remote graph module times 'run', not "
                              f"{func_name!r}")
-
-        def evaluate() -> ProfileResult:
-            res = self.benchmark(dev, repeat=repeat, number=number,
-                                 min_repeat_ms=min_repeat_ms)
-            return ProfileResult(tuple(res.results), number)
-        return evaluate
+        return benchmark_evaluator(self.benchmark, dev, number, repeat, min_repeat_ms)

@@ -32,11 +32,10 @@ _FLUSH: dict = {"buf": None}
 _FLUSH_LOCK = threading.Lock()
 
 
-@dataclass(frozen=True)
-class ProfileResult:
-    """Per-run times in seconds, one entry per repeat (TVM's BenchmarkResult fields)."""
-    results: tuple
-    number: int
+class _TimeStats:
+    """mean/median/std/min/max of ``self.results`` (seconds per run)."""
+
+    results: tuple | list
 
     @property
     def mean(self) -> float:
@@ -57,6 +56,13 @@ class ProfileResult:
     @property
     def max(self) -> float:
         return max(self.results)
+
+
+@dataclass(frozen=True)
+class ProfileResult(_TimeStats):
+    """Per-run times in seconds, one entry per repeat (TVM's BenchmarkResult fields)."""
+    results: tuple
+    number: int
 
     def __repr__(self) -> str:
         return (f"ProfileResult(mean={_fmt(self.mean)}, median={_fmt(self.median)}, "
@@ -64,35 +70,25 @@ class ProfileResult:
 
 
 @dataclass
-class BenchmarkResult:
+class BenchmarkResult(_TimeStats):
     """Seconds per run (TVM's ``BenchmarkResult``: mean/median/std/min/max, results)."""
     results: list
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.results)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.results)
-
-    @property
-    def std(self) -> float:
-        return statistics.pstdev(self.results)
-
-    @property
-    def min(self) -> float:
-        return min(self.results)
-
-    @property
-    def max(self) -> float:
-        return max(self.results)
 
     def __str__(self) -> str:
         ms = [r * 1e3 for r in self.results]
         return (f"Execution time summary:\n mean (ms)   median (ms)    max (ms)     min (ms)     "
                 f"std (ms)\n {statistics.fmean(ms):9.4f}   {statistics.median(ms):9.4f}   "
                 f"{max(ms):9.4f}   {min(ms):9.4f}   {statistics.pstdev(ms):9.4f}")
+
+
+def benchmark_evaluator(benchmark, dev, number: int, repeat: int, min_repeat_ms: float):
+    """TVM's ``module.module.time_evaluator("run", dev, ...)`` of a graph module whose
+    ``benchmark(dev, repeat=, number=, min_repeat_ms=)`` times its runs: a callable
+    returning a ProfileResult."""
+    def evaluate() -> ProfileResult:
+        res = benchmark(dev, repeat=repeat, number=number, min_repeat_ms=min_repeat_ms)
+        return ProfileResult(tuple(res.results), number)
+    return evaluate
 
 
 def _fmt(seconds: float) -> str:

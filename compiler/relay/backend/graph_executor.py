@@ -25,7 +25,7 @@ from ...errors import CompilerError
 from ...runtime.jit import link_objects
 from ...runtime.module import empty_aligned, enter_parallel_runtime, kernel_error
 from ...runtime.ndarray import NDArray, array, cpu
-from ...runtime.timer import BenchmarkResult, ProfileResult
+from ...runtime.timer import BenchmarkResult, benchmark_evaluator
 from ...topi.narrow import from_storage, to_storage
 from ..errors import RelayInputError
 
@@ -215,12 +215,7 @@ class GraphModule:
         if func_name != "run":
             raise RelayInputError(f"time_evaluator: a graph module times 'run', not "
                                   f"{func_name!r}")
-
-        def evaluate() -> ProfileResult:
-            res = self.benchmark(dev, repeat=repeat, number=number,
-                                 min_repeat_ms=min_repeat_ms)
-            return ProfileResult(tuple(res.results), number)
-        return evaluate
+        return benchmark_evaluator(self.benchmark, dev, number, repeat, min_repeat_ms)
 
     def benchmark(self, device=None, func_name: str = "run", repeat: int = 5, number: int = 5,
                   min_repeat_ms: float | None = None, end_to_end: bool = False,
