@@ -118,6 +118,27 @@ def test_rfactor_of_an_uneven_reduction_split_keeps_the_reduction_guard():
     np.testing.assert_allclose(out, a.sum(1), rtol=1e-5, atol=1e-6)
 
 
+def test_rfactor_with_no_reduction_left_guards_its_read_of_a_local_buffer():
+    """Fuzz seed 2031 case 4568 (int8 matmul): two rfactors leave a stage with no
+    reduce axis whose body was ``select(k < 17, A_local[...], 0)``; select evaluates
+    both sides, the tail read lies past the local copy of A, and LLVM took that for
+    undefined behaviour: the kernel compiled to an endless loop.  The guard is now an
+    if_then_else, which reads only when the guard holds."""
+    A, k, S = _rowsum(5, 17)
+    s = te.create_schedule(S.op)
+    s.cache_read(A, "global", [S])          # the read past the end is of a local buffer
+    _ko, ki = s[S].split(k, factor=3)
+    rf = s.rfactor(S, ki)
+    s.rfactor(rf, s[rf].op.reduce_axis[0])
+    text = str(lower(s, [A, S]))
+    assert "if_then_else" in text and "T.Select" not in text
+    mod = build(s, [A, S], name="f")
+    a = _rand(5, 17)
+    out = np.zeros(5, "float32")
+    mod(a, out)
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5, atol=1e-6)
+
+
 # ------------------------------------------------------------------ 3. State vs replay
 def test_cache_read_for_two_chained_readers():
     X = te.placeholder((4, 5), name="X")

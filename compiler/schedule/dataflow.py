@@ -250,7 +250,10 @@ def rfactor(sch, tensor, axis, factor_axis: int = 0):
     if new_raxis:
         rf_body = (E.Reduce(red.combiner, src, tuple(new_raxis), cond, 0, ()),)
     else:
-        rf_body = (_op.select(cond, src[0], red.combiner.identity_element[0]),)
+        # if_then_else, not select: select evaluates both sides, and the source reads
+        # past the tensor where an uneven split's guard is false (LLVM took the
+        # out-of-bounds read of a local buffer for undefined behaviour: the kernel hung)
+        rf_body = (_op.if_then_else(cond, src[0], red.combiner.identity_element[0]),)
     rf_op = ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, new_raxis, rf_body)
     rf_stage = type(st)(rf_op, sch)
     sch.stage_map[rf_op] = rf_stage
