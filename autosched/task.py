@@ -19,6 +19,7 @@ from .task_inputs import (
     TaskInputError,
     as_input_array,
     check_task_inputs,
+    get_task_input_buffer,
     register_task_input_buffer,
 )
 from .workload import make_workload_key, workload_key_to_tensors
@@ -79,9 +80,18 @@ class SearchTask:
             self._register_inputs(task_inputs, task_inputs_overwrite, task_inputs_save_to_file)
 
     def _register_inputs(self, task_inputs, overwrite: bool, save_to_file: bool) -> None:
+        if isinstance(task_inputs, (list, tuple)):
+            # TVM's list form: names of buffers registered earlier (under this task's
+            # workload key or "default"); the data must be there now
+            given = {str(name): get_task_input_buffer(self.workload_key, str(name))
+                     for name in task_inputs}
+            check_task_inputs(self.compute_dag.tensors, given)
+            self.task_input_names = tuple(given)
+            return
         if not isinstance(task_inputs, dict):
             raise TaskInputError(f"SearchTask task_inputs={type(task_inputs).__name__}: "
-                                 "expected a dict {placeholder name: array}")
+                                 "expected a dict {placeholder name: array} or a list of "
+                                 "registered names")
         given = {name: as_input_array(data, f"task input {name!r}")
                  for name, data in task_inputs.items()}
         check_task_inputs(self.compute_dag.tensors, given)

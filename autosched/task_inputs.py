@@ -7,7 +7,9 @@ matrix's row pointers -- reads out of bounds, or takes another path, on random d
 
 Invariants (TVM's semantics where it has them):
 - buffers are registered per (workload key, name) in a process-wide table; a name
-  already registered keeps its data unless ``overwrite``; ``save_to_file`` also writes
+  already registered keeps its data unless ``overwrite``; as TVM's, a name not found
+  under a task's key is looked up under ``"default"`` (and ``SearchTask(task_inputs=
+  [names])`` takes names registered earlier); ``save_to_file`` also writes
   it to ``DEFAULT_DIRECTORY`` as ``.npy`` (no pickle), where ``get_task_input_buffer``
   finds it in a later process (a resumed tuning run);
 - a name names an argument of the task: a placeholder of that name (when no other has
@@ -35,6 +37,7 @@ __all__ = ["register_task_input_buffer", "get_task_input_buffer",
            "register_task_input_check_func", "DEFAULT_DIRECTORY"]
 
 DEFAULT_DIRECTORY = "~/.cache/tensor-autosched/task_inputs"
+DEFAULT_KEY = "default"  # TVM's: buffers registered under it serve every task
 _TABLE: dict = {}        # workload key -> {name: read-only np.ndarray}
 _LOADED: dict = {}       # in a run worker: file path -> array
 _CHECK_FUNCS: dict = {}  # name -> f(args) -> {tensor: input name}
@@ -81,8 +84,7 @@ def register_task_input_buffer(workload_key: str, input_name: str, input_data,
     return arr
 
 
-def get_task_input_buffer(workload_key: str, input_name: str) -> np.ndarray:
-    """The registered data of ``input_name``, from this process or from its file."""
+def _lookup(workload_key: str, input_name: str):
     arr = _TABLE.get(workload_key, {}).get(input_name)
     if arr is not None:
         return arr
@@ -91,9 +93,20 @@ def get_task_input_buffer(workload_key: str, input_name: str) -> np.ndarray:
         arr = np.load(path, allow_pickle=False)
         arr.flags.writeable = False
         _TABLE.setdefault(workload_key, {})[input_name] = arr
+    return arr
+
+
+def get_task_input_buffer(workload_key: str, input_name: str) -> np.ndarray:
+    """The registered data of ``input_name``, from this process or from its file; as
+    TVM's, data registered under the workload key ``"default"`` serves every task."""
+    arr = _lookup(workload_key, input_name)
+    if arr is None and workload_key != DEFAULT_KEY:
+        arr = _lookup(DEFAULT_KEY, input_name)
+    if arr is not None:
         return arr
     raise TaskInputError(f"task input {input_name!r} of {workload_key} is not registered in "
-                         f"this process and has no file {path}; pass it to SearchTask("
+                         f"this process (under its workload key or {DEFAULT_KEY!r}) and has "
+                         f"no file {_file(workload_key, input_name)}; pass it to SearchTask("
                          "task_inputs=...)")
 
 

@@ -109,6 +109,23 @@ def test_registry_keeps_the_first_data_unless_overwritten_and_reads_saved_files(
         TI.get_task_input_buffer(key, "y")
 
 
+def test_tvms_list_form_takes_names_registered_under_default(tmp_path, monkeypatch):
+    """TVM's ``SearchTask(..., task_inputs=[names])``: the data were registered before,
+    under the task's workload key or under ``"default"`` (where TVM's relay analysis
+    puts sparse weights), and are measured with as the dict form's."""
+    monkeypatch.setattr(TI, "DEFAULT_DIRECTORY", str(tmp_path))
+    monkeypatch.setitem(TI._TABLE, "default", {})
+    TI.register_task_input_buffer("default", "idx", REVERSED)
+    task = make_task(task_inputs=["idx"])
+    assert task.task_input_names == ("idx",)
+    results = measure(task, [task.compute_dag.init_state()])
+    assert [r.error_no for r in results] == [0], [r.error_msg for r in results]
+    with pytest.raises(TI.TaskInputError, match=r"task input 'index' of .* is not registered "
+                                                r"in this process \(under its workload key "
+                                                r"or 'default'\)"):
+        make_task(task_inputs=["index"])
+
+
 @pytest.mark.parametrize("inputs, message", [
     ({"index": REVERSED}, r"task input 'index': no argument of the task has that name "
                           r"\(named: \['data', 'idx'\]\)"),
