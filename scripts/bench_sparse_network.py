@@ -33,6 +33,7 @@ from autosched.side_by_side import interleaved
 from compiler import relay
 from compiler.contrib import graph_executor
 from compiler.relay.data_dep_optimization.utils import convert_model_dense_to_sparse
+from compiler.topi.sparse.utils import BSRMatrix
 
 NETWORKS = {
     "resnet-50": lambda: relay.testing.resnet.get_workload(
@@ -139,15 +140,10 @@ def _densified(params, sparams) -> dict:
             continue
         data = sparams[name + ".data"].numpy()
         data = data.reshape(*data.shape, 1) if data.ndim == 2 else data
-        indices, indptr = sparams[name + ".indices"].numpy(), sparams[name + ".indptr"].numpy()
-        rows = (len(indptr) - 1) * data.shape[1]
+        rows = (len(sparams[name + ".indptr"].numpy()) - 1) * data.shape[1]
         cols = w.shape[1] if w.ndim == 2 else w.shape[2]
-        m = np.zeros((rows, cols), "float32")
-        bs_r, bs_c = data.shape[1:]
-        for r in range(len(indptr) - 1):
-            for e in range(indptr[r], indptr[r + 1]):
-                c = indices[e]
-                m[r * bs_r:(r + 1) * bs_r, c * bs_c:(c + 1) * bs_c] = data[e]
+        m = BSRMatrix(data, sparams[name + ".indices"].numpy(),
+                      sparams[name + ".indptr"].numpy(), (rows, cols)).todense()
         out[name] = m if w.ndim == 2 else m.T.reshape(w.shape)
     return out
 

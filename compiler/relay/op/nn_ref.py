@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from ...topi.sparse.utils import BSRMatrix
+
 __all__ = ["conv2d", "conv2d_transpose", "conv3d_transpose", "pool2d", "adaptive_pool2d",
            "batch_norm", "layer_norm", "resize2d", "softmax", "log_softmax"]
 
@@ -231,15 +233,10 @@ def _round(v, method):
 
 
 def _bsr_dense(data, indices, indptr, cols: int) -> np.ndarray:
-    """The dense matrix of BSR parts (2-D data: one-column blocks)."""
+    """The dense matrix (float64) of BSR parts (2-D data: one-column blocks)."""
     data = data.reshape(*data.shape, 1) if data.ndim == 2 else data
-    bs_r, bs_c = data.shape[1:]
-    w = np.zeros(((len(indptr) - 1) * bs_r, cols), np.float64)
-    for r in range(len(indptr) - 1):
-        for e in range(indptr[r], indptr[r + 1]):
-            c = indices[e]
-            w[r * bs_r:(r + 1) * bs_r, c * bs_c:(c + 1) * bs_c] = data[e]
-    return w
+    rows = (len(indptr) - 1) * data.shape[1]
+    return BSRMatrix(data.astype(np.float64), indices, indptr, (rows, cols)).todense()
 
 
 def sparse_conv2d(x, data, indices, indptr, attrs):
