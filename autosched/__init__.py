@@ -45,6 +45,7 @@ from .search.callbacks import PreloadCustomSketchRule, PreloadMeasuredStates, Se
 from .search.policy import EmptyPolicy, SearchParams, SketchPolicy
 from .search.sparse_rule import (
     sparse_conv2d_sketch_rule,
+    sparse_conv3x3_sketch_rule,
     sparse_dense_sketch_rule,
     sparse_sketch_rules,
 )
@@ -80,7 +81,8 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "register_workload_tensors",
            "TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "SearchCallback", "PreloadMeasuredStates", "PreloadCustomSketchRule",
-           "sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule", "sparse_sketch_rules",
+           "sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule", "sparse_conv3x3_sketch_rule",
+           "sparse_sketch_rules",
            "LayoutRewriteOption",
            "LayoutTransform"]
 

@@ -35,6 +35,7 @@ from .layout_rewrite import LayoutRewriteOption
 from .search.init_rules import sample_state
 from .search.mutation_rules import mutate
 from .search.sketch_rules import generate_sketches
+from .search.sparse_rule import sparse_sketch_rules
 from .steps import registry as ST
 from .steps.compute import scope_violation
 from .task import SearchTask
@@ -143,6 +144,9 @@ def _batch_matmul(b, m, n, k):
 _W_DENSE = random_bsr_matrix(32, 24, 4, 2, 0.3, "float32", seed=11)
 _W_CONV = random_bsr_matrix(16, 12, 4, 1, 0.4, "float32", seed=12)
 _CONV_DATA = _W_CONV.data.reshape(len(_W_CONV.data), 4)
+# 3x3 kernels over 4 input channels: the 8 x 36 weight matrices (HWIO / OIHW columns)
+_W_3X3 = random_bsr_matrix(8, 36, 4, 2, 0.4, "float32", seed=13)
+_W_3X3_NCHW = random_bsr_matrix(8, 36, 4, 1, 0.4, "float32", seed=14)
 
 
 def _bsr_args(data, w) -> tuple:
@@ -170,6 +174,15 @@ def _sparse_conv2d(h, w):
     return [X, *parts, topi.nn.relu(topi.nn.sparse_conv2d(X, data, indices, indptr, "NHWC"))]
 
 
+@register_workload("fuzz_sparse_conv3x3")
+def _sparse_conv3x3(h, w, layout):
+    wt = _W_3X3 if layout == "NHWC" else _W_3X3_NCHW
+    X = te.placeholder((1, h, w, 4) if layout == "NHWC" else (1, 4, h, w), name="X")
+    data, indices, indptr = _bsr_placeholders(wt.data, wt)
+    out = topi.nn.sparse_conv2d(X, data, indices, indptr, layout, 3)
+    return [X, data, indices, indptr, topi.nn.relu(out)]
+
+
 # ---------------------------------------------------------------- numpy references
 def _conv_ref(x, f, stride, pad, dil, groups):
     n, ci, h, w = x.shape
@@ -189,6 +202,16 @@ def _conv_ref(x, f, stride, pad, dil, groups):
                 out[:, g * cog:(g + 1) * cog] += np.einsum("ncyx,oc->noyx", patch,
                                                            fs[:, :, dy, dx])
     return out
+
+
+def _conv3x3_ref(x, mat, layout: str):
+    """A sparse 3x3 layer + ReLU from its dense weight matrix (HWIO or OIHW columns)."""
+    if layout == "NHWC":
+        out = _conv_ref(x.transpose(0, 3, 1, 2), mat.T.reshape(3, 3, 4, -1).transpose(
+            3, 2, 0, 1), 1, 1, 1, 1).transpose(0, 2, 3, 1)
+    else:
+        out = _conv_ref(x, mat.reshape(-1, 4, 3, 3), 1, 1, 1, 1)
+    return np.maximum(out, 0)
 
 
 def _pool_ref(x, k, stride, pad, kind):
@@ -236,6 +259,11 @@ FAMILIES = {
     "sparse_conv2d": Family("fuzz_sparse_conv2d", (5, 6), lambda x, *_: np.maximum(
         np.einsum("mhwk,nk->mhwn", x, _W_CONV.todense()), 0),
         fixed=_bsr_args(_CONV_DATA, _W_CONV)),
+    "sparse_conv3x3": Family("fuzz_sparse_conv3x3", (5, 6, "NHWC"), lambda x, *_: _conv3x3_ref(
+        x, _W_3X3.todense(), "NHWC"), fixed=_bsr_args(_W_3X3.data, _W_3X3)),
+    "sparse_conv3x3_nchw": Family("fuzz_sparse_conv3x3", (6, 5, "NCHW"), lambda x, *_: (
+        _conv3x3_ref(x, _W_3X3_NCHW.todense(), "NCHW")),
+        fixed=_bsr_args(_W_3X3_NCHW.data, _W_3X3_NCHW)),
 }
 
 
@@ -258,8 +286,12 @@ def search_state(task, rng: random.Random):
     """A sketch filled by the init rules, then 0-4 mutations (as the tuner makes them)."""
     sketches = _SKETCHES.get(task.workload_key)
     if sketches is None:
-        sketches = _SKETCHES[task.workload_key] = generate_sketches(
-            task.compute_dag.init_state(), NUM_CORES)
+        # the built-in rules' sketches and, for the sparse kernels, their custom rules'
+        init = task.compute_dag.init_state()
+        both = generate_sketches(init, NUM_CORES) + generate_sketches(
+            init, NUM_CORES, sparse_sketch_rules())
+        sketches = _SKETCHES[task.workload_key] = list(
+            {str(st) + repr(st.transform_steps): st for st in both}.values())
     for _ in range(20):
         try:
             state = sample_state(rng.choice(sketches), rng, NUM_CORES)

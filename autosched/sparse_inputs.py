@@ -5,7 +5,8 @@ Role: name the BSR weight placeholders of a ``topi.nn.sparse_dense`` or
 ``sparse_conv2d`` op as TVM does, so a TVM script's ``task_inputs={prefix + "W_data":
 ..., prefix + "W_indices": ..., prefix + "W_indptr": ...}`` reaches them: ``prefix`` is
 ``sparse_dense_bsr_{N}_{K}_{BS_R}_{BS_C}_{len(indices)}_{len(indptr)}_`` (``sparse_conv2d_bsr_...``
-for a convolution, ``BS_C`` 1 for its 2-D data).  Registered when the package is imported.
+for a convolution, ``BS_C`` 1 for its 2-D data, ``K`` nine times the input channels for
+a 3x3 one).  Registered when the package is imported.
 
 Invariants: only the first BSR sparse_dense op reachable from the arguments is named (as
 TVM); operands whose roles are ambiguous (two 1-D operands of the same length) are left
@@ -23,15 +24,23 @@ def _dims(t) -> tuple:
     return tuple(int(d.value) for d in t.shape)
 
 
-# block stage tag -> (prefix, dims of the dense operand, dims its weight data may have)
+# block stage tag -> (prefix, dims of the dense operand, dims its weight data may have);
+# a 3x3 convolution's dense operand is its im2col stage
 _KINDS = {_tag.SPARSE_DENSE_BSR_BLOCK: ("sparse_dense_bsr", 2, (3,)),
-          _tag.SPARSE_CONV2D_BSR_BLOCK: ("sparse_conv2d_bsr", 4, (2, 3))}
+          _tag.SPARSE_CONV2D_BSR_BLOCK: ("sparse_conv2d_bsr", 4, (2, 3)),
+          _tag.SPARSE_CONV3X3_NHWC_BLOCK: ("sparse_conv2d_bsr", 2, (3,)),
+          _tag.SPARSE_CONV3X3_NCHW: ("sparse_conv2d_bsr", 3, (3,))}
+_CONV_TAGS = (_tag.SPARSE_CONV2D_BSR_BLOCK, _tag.SPARSE_CONV3X3_NHWC_BLOCK,
+              _tag.SPARSE_CONV3X3_NCHW)
 
 
 def _names_of(op, prefix: str, dense_dims: int, data_dims: tuple) -> dict:
     ins = list(op.input_tensors)
-    dense = [t for t in ins if len(t.shape) == dense_dims]
-    data = [t for t in ins if len(t.shape) in data_dims]
+    # when the dense operand and the weight data have as many dims, the dense one is
+    # the computed (im2col) tensor
+    dense = [t for t in ins if len(t.shape) == dense_dims and (
+        dense_dims not in data_dims or isinstance(t.op, ComputeOp))]
+    data = [t for t in ins if len(t.shape) in data_dims and all(t is not d for d in dense)]
     one_d = [t for t in ins if len(t.shape) == 1]
     if len(dense) != 1 or len(data) != 1 or len(one_d) != 2:
         return {}
@@ -65,8 +74,10 @@ def sparse_input_names(args) -> dict:
 
 
 def conv2d_sparse_input_names(args) -> dict:
-    """TVM's ``try_get_conv2d_sparse_input``: the names of a sparse_conv2d's weight."""
-    return _first_sparse(args, (_tag.SPARSE_CONV2D_BSR_BLOCK,))
+    """TVM's ``try_get_conv2d_sparse_input``: the names of a sparse_conv2d's weight (not
+    in TVM: a 3x3 one's too, whose ``K`` is ``9 * in_channels``, the width of its weight
+    matrix, as TVM's ``process_params`` names them)."""
+    return _first_sparse(args, _CONV_TAGS)
 
 
 register_task_input_check_func("try_get_sparse_input", sparse_input_names, override=True)

@@ -256,9 +256,9 @@ def test_sparse_conv2d_errors_name_the_argument():
     D = te.placeholder((3, 4), name="D")
     idx = te.placeholder((3,), name="I", dtype="int32")
     ptr = te.placeholder((3,), name="P", dtype="int32")
-    with pytest.raises(TEError, match=r"sparse_conv2d: argument kernel_size=3 is invalid; "
-                                      r"expected 1 \(a 1x1 convolution\)"):
-        topi.nn.sparse_conv2d(X, D, idx, ptr, "NHWC", kernel_size=3)
+    with pytest.raises(TEError, match=r"sparse_conv2d: argument kernel_size=2 is invalid; "
+                                      r"expected 1 or 3 \(a 1x1 or 3x3 convolution\)"):
+        topi.nn.sparse_conv2d(X, D, idx, ptr, "NHWC", kernel_size=2)
     with pytest.raises(TEError, match=r"argument layout='NCWH' is invalid"):
         topi.nn.sparse_conv2d(X, D, idx, ptr, "NCWH")
 

@@ -13,20 +13,30 @@ untiled (``sketch_rules.needs_mlt``).
 stage: batch, height and width split in three and the block-row axis in two, the
 consumer following, computed at the consumer's outer block-row loop (TVM's
 ``sparse_conv2d_apply_func``, NHWC and NCHW).  ``sparse_sketch_rules()`` is TVM's list of
-both.
+both and, not in TVM, of ``sparse_conv3x3_sketch_rule()``.
 
-Invariant: the sketches equal TVM's rules', step for step (a test compares the dense
-one with the tutorial's own code).
+``sparse_conv3x3_sketch_rule()`` (not TVM's: TVM tunes its 3x3 sparse kernels with
+AutoTVM templates only) tiles a 3x3 sparse convolution: the pixel axis in three and the
+output-channel (NHWC) or block-row (NCHW) axis in two, pixel tiles outermost; the
+im2col stage is computed at the outer pixel tile, so its rows are gathered once per
+tile and read by every channel tile, and the NHWC block stage at the outer channel
+tile, its row-length loop inside the block-row loop that defines it; the reshape to the
+output's shape is inlined into its elementwise consumer.
+
+Invariant: the sketches of TVM's rules equal theirs, step for step (a test compares the
+dense one with the tutorial's own code).
 """
 from __future__ import annotations
 
 from compiler.topi import tag as _tag
 
+from .. import state as S
 from ..loop_state import LoopState
 from .callbacks import PreloadCustomSketchRule
 from .sketch_rules import APPLY_AND_SKIP_REST, PASS, consumers_resolved, elementwise_consumer
 
-__all__ = ["sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule", "sparse_sketch_rules"]
+__all__ = ["sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule",
+           "sparse_conv3x3_sketch_rule", "sparse_sketch_rules"]
 
 
 def _meet(policy, state, stage_id):
@@ -115,8 +125,52 @@ def sparse_conv2d_sketch_rule() -> PreloadCustomSketchRule:
     return PreloadCustomSketchRule(_meet_conv, _apply_conv, "SparseConv2D")
 
 
+def _meet_conv3x3(policy, state, stage_id):
+    tag = state.stages[stage_id].op.tag
+    return APPLY_AND_SKIP_REST if tag in (_tag.SPARSE_CONV3X3_NHWC,
+                                          _tag.SPARSE_CONV3X3_NCHW) else PASS
+
+
+def _stage_with_tag(s0, op, tag: str):
+    return next(t.op for t in op.input_tensors if t.op.tag == tag)
+
+
+def _apply_conv3x3(policy, state, stage_id):
+    s0 = LoopState.of(state)
+    op = s0.stages[stage_id].op
+    cols = _stage_with_tag(s0, op if op.tag == _tag.SPARSE_CONV3X3_NCHW else
+                           _stage_with_tag(s0, op, _tag.SPARSE_CONV3X3_NHWC_BLOCK),
+                           _tag.SPARSE_CONV3X3_IM2COL)
+    if op.tag == _tag.SPARSE_CONV3X3_NCHW:
+        n, fo, fi, c, hw, row_offset = s0[op].iters
+        p0, p1, p2 = s0.split(op, hw, [None, None])
+        f0, f1 = s0.split(op, fo, [None])
+        s0.reorder(op, [n, p0, f0, p1, f1, row_offset, fi, c, p2])
+    else:
+        block = _stage_with_tag(s0, op, _tag.SPARSE_CONV3X3_NHWC_BLOCK)
+        y, x, k = s0[op].iters
+        p0, p1, p2 = s0.split(op, y, [None, None])
+        f0, f1 = s0.split(op, x, [None])
+        s0.reorder(op, [p0, f0, p1, p2, f1, k])
+        s0.compute_at(block, op, f0)
+        row, nb_j, j, c, row_offset = s0[block].iters
+        s0.reorder(block, [nb_j, row_offset, row, c, j])
+    s0.compute_at(cols, op, p0)
+    reshape = consumers_resolved(s0, stage_id)
+    if len(reshape) == 1 and s0.stages[reshape[0]].compute_at == S.ROOT:
+        _inline_into_consumer(s0, reshape[0])
+    return [[s0, s0.stage_id(cols) - 1]]
+
+
+def sparse_conv3x3_sketch_rule() -> PreloadCustomSketchRule:
+    """The sketch rule of a 3x3 sparse convolution (see the module doc; not TVM's)."""
+    return PreloadCustomSketchRule(_meet_conv3x3, _apply_conv3x3, "SparseConv3x3")
+
+
 def sparse_sketch_rules() -> list:
     """TVM's ``topi.sparse.utils.sparse_sketch_rules()``: the custom sketch rules of the
     sparse kernels, for ``SketchPolicy(task, init_search_callbacks=sparse_sketch_rules())``
-    (TVM's network tutorial with ``use_sparse``); a stage of another kind passes them."""
-    return [sparse_conv2d_sketch_rule(), sparse_dense_sketch_rule()]
+    (TVM's network tutorial with ``use_sparse``); a stage of another kind passes them.
+    Not in TVM's list: the 3x3 convolutions' rule."""
+    return [sparse_conv2d_sketch_rule(), sparse_dense_sketch_rule(),
+            sparse_conv3x3_sketch_rule()]

@@ -45,6 +45,8 @@ from .x86.sparse import (
     schedule_sparse_conv2d_from_existing,
     schedule_sparse_dense_from_existing,
     schedule_sparse_reshape_from_existing,
+    schedule_spconv3x3_block,
+    schedule_spconv3x3_from_existing,
 )
 from .x86.utils import all_ops, as_list
 
@@ -63,6 +65,9 @@ _EXISTING = {
     _tag.SPARSE_CONV2D_BSR_BLOCK: schedule_sparse_conv2d_from_existing,
     _tag.SPARSE_DENSE_BSR: schedule_sparse_reshape_from_existing,
     _tag.SPARSE_CONV2D_BSR: schedule_sparse_reshape_from_existing,
+    _tag.SPARSE_CONV3X3_NHWC: schedule_spconv3x3_from_existing,
+    _tag.SPARSE_CONV3X3_NCHW: schedule_spconv3x3_from_existing,
+    _tag.SPARSE_CONV3X3_NHWC_BLOCK: schedule_spconv3x3_block,
 }
 _WHOLE = {_tag.SOFTMAX: schedule_softmax, _tag.LOG_SOFTMAX: schedule_softmax,
           _tag.LAYER_NORM: schedule_layer_norm}

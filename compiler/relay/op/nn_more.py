@@ -237,7 +237,9 @@ def sparse_conv2d(dense_data, weights, layout="NHWC", kernel_size=1):
     """TVM's ``relay.nn.sparse_conv2d``: a 1x1 convolution (stride 1, no padding) of
     ``dense_data`` (NHWC or NCHW) with the ``out_channels x in_channels`` weight in BSR
     form, ``weights`` = ``(data, indices, indptr)`` (data ``(blocks, bs_r, bs_c)``, or
-    ``(blocks, bs_r)`` for one-column blocks)."""
+    ``(blocks, bs_r)`` for one-column blocks).  ``kernel_size=3``: a 3x3 convolution
+    (stride 1, padding 1) with the ``out_channels x 9*in_channels`` weight (3-D data),
+    columns in the HWIO (NHWC) or OIHW (NCHW) kernel's order (``topi.nn.sparse_conv3x3``)."""
     ks = tuple(int(k) for k in kernel_size) if isinstance(kernel_size, (tuple, list)) else \
         (int(kernel_size),) * 2
     return call("nn.sparse_conv2d", [dense_data, *_bsr_parts("nn.sparse_conv2d", weights)],

@@ -6,6 +6,7 @@ never from the compiled code, so the interpreter is an oracle for the whole stac
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -240,12 +241,30 @@ def _bsr_dense(data, indices, indptr, cols: int) -> np.ndarray:
 
 
 def sparse_conv2d(x, data, indices, indptr, attrs):
-    """A 1x1 convolution of ``x`` (NHWC or NCHW) with the BSR weight ``N x K``."""
+    """A 1x1 convolution of ``x`` (NHWC or NCHW) with the BSR weight ``N x K``; with
+    ``kernel_size`` 3, a 3x3 one (stride 1, padding 1) with the ``N x 9K`` weight, whose
+    columns are the HWIO (NHWC) or OIHW (NCHW) kernel's."""
     nhwc = attrs.layout == "NHWC"
-    w = _bsr_dense(data, indices, indptr, x.shape[3] if nhwc else x.shape[1])
+    k = x.shape[3] if nhwc else x.shape[1]
+    if tuple(attrs.kernel_size)[0] == 3:
+        w = _bsr_dense(data, indices, indptr, 9 * k)
+        kernel = w.T.reshape(3, 3, k, -1) if nhwc else w.reshape(-1, k, 3, 3)
+        return conv2d(x, kernel, _Conv3x3(data_layout=attrs.layout))
+    w = _bsr_dense(data, indices, indptr, k)
     xd = x.astype(np.float64)
     out = np.einsum("mhwk,nk->mhwn", xd, w) if nhwc else np.einsum("mkhw,nk->mnhw", xd, w)
     return out.astype(x.dtype)
+
+
+@dataclass(frozen=True)
+class _Conv3x3:
+    """The attributes ``conv2d`` reads, for a sparse 3x3 convolution's reference."""
+    data_layout: str
+    padding: tuple = (1, 1, 1, 1)
+    strides: tuple = (1, 1)
+    dilation: tuple = (1, 1)
+    groups: int = 1
+    out_dtype: str = ""
 
 
 def sparse_dense(x, data, indices, indptr, attrs):

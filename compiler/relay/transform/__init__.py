@@ -92,8 +92,9 @@ def DenseToSparse(weight_name, weight_shape) -> Pass:
 
 def Conv2dToSparse(weight_name, weight_shape, layout: str = "NHWC",
                    kernel_size: int = 1) -> Pass:
-    """Plain 1x1 convolutions over the named weights become sparse_conv2d over their BSR
-    parts (see dense_to_sparse); run by ``data_dep_optimization.bsr_conv2d.convert``."""
+    """Plain 1x1 (or, with ``kernel_size=3``, 3x3) convolutions over the named weights
+    become sparse_conv2d over their BSR parts (see dense_to_sparse); run by
+    ``data_dep_optimization.bsr_conv2d.convert``."""
     return Pass(lambda mod: conv2d_to_sparse(mod, weight_name, weight_shape, layout,
                                              kernel_size), "Conv2dToSparse", 0)
 

@@ -1,4 +1,4 @@
-"""Dense layers and 1x1 convolutions over sparse weights (TVM's ``DenseToSparse``,
+"""Dense layers and 1x1/3x3 convolutions over sparse weights (TVM's ``DenseToSparse``,
 ``Conv2dToSparse`` and ``SimplifyFCTranspose``).
 
 ``dense_to_sparse(mod, names, shapes)``: every ``nn.dense(x, W)`` whose weight is the
@@ -8,10 +8,12 @@ rows + 1]`` given in ``shapes`` (``relay.analysis.sparse_dense.process_params`` 
 both and stores the parts in ``params`` under those names).
 
 ``conv2d_to_sparse(mod, names, shapes, layout, kernel_size)``: the same for every plain
-1x1 ``nn.conv2d`` over a named weight, which becomes ``nn.sparse_conv2d``; the shape is
-``[blocks, bs_r, (bs_c,) blocks, rows + 1]`` (no ``bs_c`` for one-column blocks) as
-``relay.analysis.sparse_conv2d.process_params`` returns it.  A named weight read by a
-convolution sparse_conv2d cannot compute (strided, padded, grouped) is an error.
+``kernel_size`` x ``kernel_size`` ``nn.conv2d`` (1 or 3; see
+``relay.analysis.sparse_conv2d.plain_conv``) over a named weight, which becomes
+``nn.sparse_conv2d``; the shape is ``[blocks, bs_r, (bs_c,) blocks, rows + 1]`` (no
+``bs_c`` for a 1x1 kernel's one-column blocks) as ``process_params`` returns it.  A named
+weight read by a convolution sparse_conv2d cannot compute (strided, grouped, padded
+otherwise) is an error.
 
 ``simplify_fc_transpose(mod, names)``: ``nn.dense(x, transpose(W))`` over a 2-D parameter
 ``W`` named in ``names`` reads a new parameter ``W.T`` instead (its value is ``W``
@@ -25,7 +27,7 @@ by several layers gets one set of new parameters.
 from __future__ import annotations
 
 from ..analysis.basic import free_vars
-from ..analysis.sparse_conv2d import plain_1x1
+from ..analysis.sparse_conv2d import plain_conv
 from ..errors import RelayError
 from ..expr import Call, Function, Var, var
 from ..functor import ExprMutator, post_order
@@ -71,10 +73,11 @@ class _ToSparse(ExprMutator):
     """Calls of ``op`` over a named weight become ``make(x, parts)``."""
 
     def __init__(self, pass_name: str, op: str, shapes: dict, lengths: tuple, make,
-                 accept=None):
+                 accept=None, expected: str = ""):
         super().__init__()
         self.pass_name, self.op, self.shapes = pass_name, op, shapes
         self.lengths, self.make, self.accept = lengths, make, accept
+        self.expected = expected
         self.parts: dict = {}
 
     def _parts(self, w: Var) -> tuple:
@@ -99,8 +102,7 @@ class _ToSparse(ExprMutator):
             return self.rebuild(e)
         if self.accept is not None and not self.accept(e):
             raise RelayError(f"{self.pass_name}: weight {w.name_hint!r} is read by a {self.op} "
-                             "the sparse kernel does not compute (expected a 1x1 convolution "
-                             "with stride 1, no padding or dilation and one group)")
+                             f"the sparse kernel does not compute (expected {self.expected})")
         return self.make(self.new(e.args[0]), self._parts(w))
 
 
@@ -148,12 +150,14 @@ def conv2d_to_sparse(mod: IRModule, weight_name, weight_shape, layout: str = "NH
     if len(names) != len(weight_shape):
         raise RelayError(f"Conv2dToSparse: {len(names)} weight names but "
                          f"{len(weight_shape)} shapes; expected one shape per name")
-    if kernel_size != 1:
-        raise RelayError(f"Conv2dToSparse: kernel_size {kernel_size!r}; only 1x1 "
-                         "convolutions become sparse")
+    if kernel_size not in (1, 3):
+        raise RelayError(f"Conv2dToSparse: kernel_size {kernel_size!r}; expected 1 or 3")
+    expected = (f"a {kernel_size}x{kernel_size} convolution with stride 1, "
+                f"{'no padding' if kernel_size == 1 else 'padding 1'}, no dilation and one "
+                "group")
     mutator = _ToSparse("Conv2dToSparse", "nn.conv2d", dict(zip(names, weight_shape)), (4, 5),
                         lambda x, parts: sparse_conv2d(x, parts, layout, kernel_size),
-                        lambda call: plain_1x1(call, layout))
+                        lambda call: plain_conv(call, layout, kernel_size), expected)
     return _over_functions(mod, mutator)
 
 

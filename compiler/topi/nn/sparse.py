@@ -24,6 +24,7 @@ from __future__ import annotations
 from ...te import api as te
 from .. import tag as _tag
 from ..utils import check_tensor, const_tuple, error, make
+from .sparse_conv3x3 import spconv2d_3x3_nchw, spconv2d_3x3_nhwc
 
 
 def _check_index(op, arg, t):
@@ -95,17 +96,22 @@ def sparse_conv2d(dense_data, sparse_data, sparse_indices, sparse_indptr,
                   layout: str = "NHWC", kernel_size: int = 1):
     """A 1x1 convolution (stride 1, no padding) of ``dense_data`` (NHWC ``[M, H, W, K]`` or
     NCHW ``[M, K, H, W]``) with the ``N x K`` weight in BSR form; the output is
-    ``[M, H, W, N]`` or ``[M, N, H, W]``."""
+    ``[M, H, W, N]`` or ``[M, N, H, W]``.  ``kernel_size=3``: a 3x3 convolution (stride 1,
+    padding 1) with the ``N x 9K`` weight matrix, computed as ``sparse_conv3x3`` says
+    (TVM raises here and computes it only through ``topi.x86.spconv2d_3x3_*``)."""
     op = "sparse_conv2d"
     check_tensor(op, "dense_data", dense_data, ndim=4)
     _check_index(op, "sparse_indices", sparse_indices)
     _check_index(op, "sparse_indptr", sparse_indptr)
     if len(sparse_data.shape) not in (2, 3):
         raise error(op, "sparse_data", sparse_data, "2-D or 3-D BSR data")
-    if kernel_size != 1:
-        raise error(op, "kernel_size", kernel_size, "1 (a 1x1 convolution)")
+    if kernel_size not in (1, 3):
+        raise error(op, "kernel_size", kernel_size, "1 or 3 (a 1x1 or 3x3 convolution)")
     if layout not in ("NHWC", "NCHW"):
         raise error(op, "layout", layout, "'NHWC' or 'NCHW'")
+    if kernel_size == 3:
+        conv = spconv2d_3x3_nhwc if layout == "NHWC" else spconv2d_3x3_nchw
+        return conv(dense_data, sparse_data, sparse_indices, sparse_indptr)
     return _bsr_conv(dense_data, sparse_data, sparse_indices, sparse_indptr, layout)
 
 

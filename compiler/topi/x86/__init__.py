@@ -30,7 +30,13 @@ from .injective import (
 from .pooling import schedule_adaptive_pool, schedule_pool, schedule_pool_from_existing
 from .reduction import schedule_global_pool, schedule_reduce, schedule_reduce_from_existing
 from .softmax import schedule_layer_norm, schedule_softmax
+from .sparse import (
+                     schedule_spconv2d_3x3_nchw,
+                     schedule_spconv2d_3x3_nhwc,
+                     spconv2d_3x3_nchw,
+                     spconv2d_3x3_nhwc,
+)
 
 schedule_log_softmax = schedule_softmax
 
-__all__ = [n for n in dir() if n.startswith("schedule_")]
+__all__ = [n for n in dir() if n.startswith(("schedule_", "spconv2d_"))]
