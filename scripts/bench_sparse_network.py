@@ -2,7 +2,7 @@
 sparse model with default schedules and the tuned sparse model, timed side by side.
 
     python3 scripts/bench_sparse_network.py [--network resnet-50] [--trials 1600]
-        [--dense-trials 1600] [--bs-r 4] [--sparsity 0.85] [--seed 0]
+        [--dense-trials 1600] [--bs-r 4] [--sparsity 0.85] [--seed 0] [--sparse-3x3]
         [--json results/bench_sparse_network.json]
 
 ``tune_network_x86`` with ``use_sparse``: the model (NHWC, batch 1, 224x224) gets random
@@ -13,8 +13,13 @@ tutorial, 16 candidates a round) and the model is built with the log; the dense 
 (the same random weights stored dense) is tuned the same way with ``--dense-trials``.
 The builds are timed interleaved (``autosched.side_by_side``): the dense and the sparse
 model with default schedules and tuned; the
-tuned build's output is checked against the sparse default build's.  Prints a table of
-milliseconds and ratios and writes JSON.
+tuned build's output is checked against the sparse default build's.  ``--sparse-3x3``
+(not in the tutorial) makes the plain 3x3 convolutions sparse too
+(``random_sparse_conv2d_params`` and ``bsr_conv2d.convert`` with ``kernel_size=3``; the
+random blocks get random signs and the norm of the weight they replace, since uniform
+[0, 1) weights in these layers too drive the activations past float range).  The
+model's output must be finite.
+Prints a table of milliseconds and ratios and writes JSON.
 """
 from __future__ import annotations
 
@@ -32,7 +37,11 @@ import compiler
 from autosched.side_by_side import interleaved
 from compiler import relay
 from compiler.contrib import graph_executor
-from compiler.relay.data_dep_optimization.utils import convert_model_dense_to_sparse
+from compiler.relay.data_dep_optimization import bsr_conv2d
+from compiler.relay.data_dep_optimization.utils import (
+    convert_model_dense_to_sparse,
+    random_sparse_conv2d_params,
+)
 from compiler.topi.sparse.utils import BSRMatrix
 
 NETWORKS = {
@@ -53,6 +62,8 @@ def _args():
     ap.add_argument("--bs-r", type=int, default=4)
     ap.add_argument("--sparsity", type=float, default=0.85)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sparse-3x3", action="store_true",
+                    help="also make the plain 3x3 convolutions sparse (not in TVM's tutorial)")
     ap.add_argument("--json", default="results/bench_sparse_network.json")
     return ap.parse_args()
 
@@ -103,6 +114,21 @@ def main() -> None:
     np.random.seed(a.seed)
     smod, sparams = convert_model_dense_to_sparse(mod, params, bs_r=a.bs_r,
                                                   random_params=True, sparsity=a.sparsity)
+    if a.sparse_3x3:
+        before, signs = sparams, np.random.default_rng(a.seed)
+        sparams = random_sparse_conv2d_params(smod["main"], sparams, a.bs_r, 1,
+                                              1 - a.sparsity, "NHWC", kernel_size=3)
+        for name, w in sparams.items():
+            old = before[name].numpy()
+            if w.shape[:2] == (3, 3) and not np.array_equal(w.numpy(), old):
+                # uniform [0, 1) weights grow the activations past float range layer
+                # after layer: random signs, and the norm of the weight they replace
+                new = w.numpy() * signs.choice((-1.0, 1.0), size=w.shape)
+                new *= np.linalg.norm(old) / np.linalg.norm(new)
+                sparams[name] = compiler.nd.array(new.astype("float32"))
+        func, sparams = bsr_conv2d.convert(smod["main"], sparams, (a.bs_r, 1), 0.8, "NHWC",
+                                           kernel_size=3)
+        smod = relay.IRModule.from_expr(func)
     # the dense model with the same (random sparse) weights, stored dense
     rebuilt = _densified(params, sparams)
     dense_params = {k: sparams[k] if k in sparams else rebuilt[k] for k in params}
@@ -125,6 +151,7 @@ def main() -> None:
     for name, m in builds.items():
         m.run()
         outs[name] = m.get_output(0).numpy()
+    assert np.isfinite(outs["sparse default"]).all(), "the model's output is not finite"
     for name in builds:
         np.testing.assert_allclose(outs[name], outs["sparse default"], rtol=1e-3, atol=1e-5)
     times = interleaved({k: _timer(m) for k, m in builds.items()}, rounds=5)
@@ -133,7 +160,8 @@ def main() -> None:
 
 def _densified(params, sparams) -> dict:
     """Each converted weight rebuilt dense from its BSR parts (the inverse of the
-    conversion: a dense layer's ``out x in`` matrix, a 1x1 HWIO kernel's transpose)."""
+    conversion: a dense layer's ``out x in`` matrix, an HWIO kernel's ``out x kh*kw*in``
+    matrix transposed)."""
     out = {}
     for name, w in params.items():
         if name + ".data" not in sparams:
@@ -141,7 +169,7 @@ def _densified(params, sparams) -> dict:
         data = sparams[name + ".data"].numpy()
         data = data.reshape(*data.shape, 1) if data.ndim == 2 else data
         rows = (len(sparams[name + ".indptr"].numpy()) - 1) * data.shape[1]
-        cols = w.shape[1] if w.ndim == 2 else w.shape[2]
+        cols = w.shape[1] if w.ndim == 2 else w.shape[0] * w.shape[1] * w.shape[2]
         m = BSRMatrix(data, sparams[name + ".indices"].numpy(),
                       sparams[name + ".indptr"].numpy(), (rows, cols)).todense()
         out[name] = m if w.ndim == 2 else m.T.reshape(w.shape)
@@ -150,7 +178,9 @@ def _densified(params, sparams) -> dict:
 
 def report(a, n_tasks: int, n_sparse: int, tune_s: float, times: dict) -> None:
     ms = {k: v * 1e3 for k, v in times.items()}
-    print(f"{a.network} NHWC 224x224 batch 1, BSR {a.bs_r}x1 blocks, sparsity {a.sparsity}: "
+    kinds = "dense, 1x1 and 3x3" if a.sparse_3x3 else "dense and 1x1"
+    print(f"{a.network} NHWC 224x224 batch 1, BSR {a.bs_r}x1 blocks ({kinds} layers), "
+          f"sparsity {a.sparsity}: "
           f"{n_tasks} tasks ({n_sparse} sparse), {a.trials} trials in {tune_s:.0f} s; "
           f"dense model {a.dense_trials} trials")
     print(f"{'build':16s} {'ms':>9s} {'dense default / it':>19s}")

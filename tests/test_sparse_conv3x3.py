@@ -15,6 +15,8 @@ from compiler import relay, te, topi
 from compiler.contrib import graph_executor
 from compiler.errors import TEError
 from compiler.relay import data_dep_optimization as ddo
+from compiler.relay.analysis.sparse_conv2d import matrix_of
+from compiler.relay.data_dep_optimization.utils import random_sparse_conv2d_params
 from compiler.relay.errors import RelayError
 from compiler.topi.sparse.utils import bsr_from_dense
 from records import load_records
@@ -233,3 +235,23 @@ def test_sparse_conv3x3_sketch(request, layout):
     states = policy.sample_initial_population(8)
     cols = [st.op.name.lower() for st in sketches[0].stages].index("im2col")
     assert states and all(st.stages[cols].compute_at == S.ITER for st in states)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_random_sparse_3x3_params_convert_back_to_their_blocks(layout):
+    """``random_sparse_conv2d_params(..., kernel_size=3)`` lays each random BSR matrix
+    into the kernel as the 3x3 conversion reads it: the converted weights have exactly
+    the random matrix's blocks."""
+    mod, params = _net3x3(layout)
+    np.random.seed(1)
+    rparams = random_sparse_conv2d_params(mod["main"], params, 4, 1, 0.25, layout,
+                                          kernel_size=3)
+    for name in params:
+        w = _np(rparams[name])
+        assert not np.array_equal(w, params[name])
+        mat = matrix_of(w, layout)
+        # random_bsr_matrix's block count for this shape and density
+        assert bsr_from_dense(mat, (4, 1)).data.shape[0] == int(0.25 * mat.size) // 4 + 1
+    _, sparams = ddo.bsr_conv2d.convert(mod["main"], rparams, (4, 1), 0.7, layout=layout,
+                                        kernel_size=3)
+    assert {n for n in params if n + ".data" in sparams} == {"c1_weight", "c4_weight"}

@@ -131,15 +131,15 @@ def _meet_conv3x3(policy, state, stage_id):
                                           _tag.SPARSE_CONV3X3_NCHW) else PASS
 
 
-def _stage_with_tag(s0, op, tag: str):
+def _stage_with_tag(op, tag: str):
     return next(t.op for t in op.input_tensors if t.op.tag == tag)
 
 
 def _apply_conv3x3(policy, state, stage_id):
     s0 = LoopState.of(state)
     op = s0.stages[stage_id].op
-    cols = _stage_with_tag(s0, op if op.tag == _tag.SPARSE_CONV3X3_NCHW else
-                           _stage_with_tag(s0, op, _tag.SPARSE_CONV3X3_NHWC_BLOCK),
+    cols = _stage_with_tag(op if op.tag == _tag.SPARSE_CONV3X3_NCHW else
+                           _stage_with_tag(op, _tag.SPARSE_CONV3X3_NHWC_BLOCK),
                            _tag.SPARSE_CONV3X3_IM2COL)
     if op.tag == _tag.SPARSE_CONV3X3_NCHW:
         n, fo, fi, c, hw, row_offset = s0[op].iters
@@ -147,7 +147,7 @@ def _apply_conv3x3(policy, state, stage_id):
         f0, f1 = s0.split(op, fo, [None])
         s0.reorder(op, [n, p0, f0, p1, f1, row_offset, fi, c, p2])
     else:
-        block = _stage_with_tag(s0, op, _tag.SPARSE_CONV3X3_NHWC_BLOCK)
+        block = _stage_with_tag(op, _tag.SPARSE_CONV3X3_NHWC_BLOCK)
         y, x, k = s0[op].iters
         p0, p1, p2 = s0.split(op, y, [None, None])
         f0, f1 = s0.split(op, x, [None])

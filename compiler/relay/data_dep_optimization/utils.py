@@ -44,26 +44,32 @@ def random_sparse_dense_params(func, params: dict, bs_r: int, bs_c: int,
 
 
 def random_sparse_conv2d_params(func, params: dict, bs_r: int, bs_c: int, density: float,
-                                layout: str) -> dict:
+                                layout: str, kernel_size: int = 1) -> dict:
     """A copy of ``params`` where the weight of every 1x1 convolution of ``func`` whose
     ``out x in`` matrix divides into ``bs_r x bs_c`` blocks is random block-sparse (as
-    TVM's, the matrix is laid into the kernel's shape by a reshape)."""
+    TVM's, the matrix is laid into the kernel's shape by a reshape).  Not in TVM:
+    ``kernel_size=3`` does the same for the 3x3 kernels, whose ``out x 9*in`` matrix is
+    laid out as ``bsr_conv2d.convert(..., kernel_size=3)`` reads it back."""
     new = _copy(params)
+    k = kernel_size
     for name in _search_conv2d_op_weight(main_function(func)):
         if name not in new:
             continue
         shape = new[name].shape
         if len(shape) != 4:
             continue
-        if layout == "NHWC" and shape[:2] == (1, 1):
-            rows, cols = shape[3], shape[2]
-        elif layout == "NCHW" and shape[2:] == (1, 1):
-            rows, cols = shape[0], shape[1]
+        if layout == "NHWC" and shape[:2] == (k, k):
+            rows, cols = shape[3], shape[2] * k * k
+        elif layout == "NCHW" and shape[2:] == (k, k):
+            rows, cols = shape[0], shape[1] * k * k
         else:
             continue
         if rows % bs_r == 0 and cols % bs_c == 0:
-            w = random_bsr_matrix(rows, cols, bs_r, bs_c, density, "float32").todense()
-            new[name] = _nd.array(np.asarray(w).reshape(shape))
+            w = np.asarray(random_bsr_matrix(rows, cols, bs_r, bs_c, density,
+                                             "float32").todense())
+            if k == 3 and layout == "NHWC":     # HWIO: the matrix's columns are (kh, kw, in)
+                w = w.T
+            new[name] = _nd.array(w.reshape(shape))
     return new
 
 

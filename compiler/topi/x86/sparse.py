@@ -123,9 +123,11 @@ def schedule_spconv3x3_from_existing(s, op, outs) -> None:
     if bs_r > 1:
         s[cc].vectorize(r)
     s[cols].compute_at(st, yo)
+    # a window tap's channels are contiguous in both the input and the im2col row
     ci = const_int(cols.input_tensors[0].shape[3])
     _, ck = s[cols].op.axis
-    s[cols].vectorize(s[cols].split(ck, factor=ci)[1])
+    taps_ci = s[cols].split(ck, factor=ci)[1]
+    s[cols].vectorize(s[cols].split(taps_ci, factor=_tile(ci, 16))[1])
 
 
 def _spconv3x3_nchw(s, cc) -> None:
