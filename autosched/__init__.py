@@ -13,7 +13,18 @@ import sys
 
 import compiler
 
-from . import _ffi_api, feature, measure, sparse_inputs, tvm_alias, utils
+from . import (
+    _ffi_api,
+    dispatcher,
+    feature,
+    measure,
+    search_policy,
+    search_task,
+    sparse_inputs,
+    tvm_alias,
+    utils,
+    workload_registry,
+)
 from .compute_dag import ComputeDAG
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel

@@ -6,6 +6,7 @@ and parameters TVM accepts that must work or raise (``print_mode``, ``layout_rew
 Measurements are faked (a builder that builds nothing, a runner whose cost is a hash of
 the state), so the tests are fast and deterministic.
 """
+import importlib
 import json
 import subprocess
 import sys
@@ -440,3 +441,29 @@ def test_tvm_submodule_imports_give_this_packages_modules_not_copies():
     out = subprocess.run([sys.executable, "-c", _SUBMODULES], capture_output=True,
                          text=True, timeout=120, check=True).stdout.split("\n")
     assert out[:2] == ["True True True True", "compiler.auto_scheduler.no_such_module"]
+
+
+# TVM's module path -> names TVM scripts import from it
+_TVM_MODULES = {
+    "search_task": ("SearchTask", "TuningOptions", "HardwareParams",
+                    "register_task_input_buffer", "get_task_input_buffer",
+                    "register_task_input_check_func"),
+    "search_policy": ("SketchPolicy", "EmptyPolicy", "SearchCallback",
+                      "PreloadMeasuredStates", "PreloadCustomSketchRule"),
+    "dispatcher": ("DispatchContext", "ApplyHistoryBest", "ApplyHistoryBestOrSample"),
+    "workload_registry": ("register_workload", "make_workload_key",
+                          "workload_key_to_tensors", "register_workload_tensors"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(_TVM_MODULES))
+def test_tvm_module_paths_name_the_same_objects(module):
+    """``from tvm.auto_scheduler.search_task import SearchTask`` and the like: TVM's
+    module paths exist, as attributes and as imports, and give this package's objects."""
+    mod = importlib.import_module(f"compiler.auto_scheduler.{module}")
+    assert getattr(auto, module) is mod
+    for name in _TVM_MODULES[module]:
+        obj = getattr(mod, name)
+        assert obj is getattr(auto, name, obj) and obj is getattr(
+            importlib.import_module(obj.__module__), obj.__name__)
+    assert set(mod.__all__) == set(_TVM_MODULES[module])
