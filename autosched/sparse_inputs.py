@@ -6,7 +6,9 @@ Role: name the BSR weight placeholders of a ``topi.nn.sparse_dense`` or
 ..., prefix + "W_indices": ..., prefix + "W_indptr": ...}`` reaches them: ``prefix`` is
 ``sparse_dense_bsr_{N}_{K}_{BS_R}_{BS_C}_{len(indices)}_{len(indptr)}_`` (``sparse_conv2d_bsr_...``
 for a convolution, ``BS_C`` 1 for its 2-D data, ``K`` nine times the input channels for
-a 3x3 one).  Registered when the package is imported.
+a 3x3 one).  Registered when the package is imported, together with the sink through
+which relay's sparse conversions (``relay.analysis.sparse_dense``/``sparse_conv2d``
+``process_params``) register the BSR parts they make under ``"default"``, as TVM's.
 
 Invariants: only the first BSR sparse_dense op reachable from the arguments is named (as
 TVM); operands whose roles are ambiguous (two 1-D operands of the same length) are left
@@ -14,10 +16,11 @@ unnamed rather than guessed.
 """
 from __future__ import annotations
 
+from compiler.relay.analysis.sparse_dense import add_task_input_sink
 from compiler.te.tensor import ComputeOp, post_order_ops
 from compiler.topi import tag as _tag
 
-from .task_inputs import register_task_input_check_func
+from .task_inputs import register_task_input_buffer, register_task_input_check_func
 
 
 def _dims(t) -> tuple:
@@ -83,3 +86,11 @@ def conv2d_sparse_input_names(args) -> dict:
 register_task_input_check_func("try_get_sparse_input", sparse_input_names, override=True)
 register_task_input_check_func("try_get_conv2d_sparse_input", conv2d_sparse_input_names,
                                override=True)
+
+
+def _register_default(workload_key: str, name: str, array) -> None:
+    register_task_input_buffer(workload_key, name, array, overwrite=True)
+
+
+# relay's sparse conversions register the BSR parts they make, as TVM's process_params
+add_task_input_sink(_register_default)

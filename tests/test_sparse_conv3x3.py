@@ -10,6 +10,7 @@ import autosched as auto
 import compiler
 from autosched import state as S
 from autosched.default_state import default_state
+from autosched.task_inputs import get_task_input_buffer
 from autosched.tuning import default_steps_repr
 from compiler import relay, te, topi
 from compiler.contrib import graph_executor
@@ -255,3 +256,33 @@ def test_random_sparse_3x3_params_convert_back_to_their_blocks(layout):
     _, sparams = ddo.bsr_conv2d.convert(mod["main"], rparams, (4, 1), 0.7, layout=layout,
                                         kernel_size=3)
     assert {n for n in params if n + ".data" in sparams} == {"c1_weight", "c4_weight"}
+
+
+def test_conversions_register_the_bsr_parts_as_tvm_does():
+    """As TVM's process_params: every converted weight's parts go to the task-input table
+    under "default" and TVM's names (not for a conv2d with ``reg_task_input=False``)."""
+    mod, params = _net3x3("NHWC")
+    _, sparams = ddo.bsr_conv2d.convert(mod["main"], dict(params), (4, 1), 0.5, "NHWC",
+                                        kernel_size=3)
+    nnz = sparams["c4_weight.indices"].shape[0]
+    prefix = f"sparse_conv2d_bsr_8_144_4_1_{nnz}_3_"
+    for part in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(get_task_input_buffer("default", prefix + "W_" + part),
+                                      _np(sparams["c4_weight." + part]))
+    x = relay.var("x", shape=(2, 24))
+    w = relay.var("w_reg", shape=(12, 24))
+    fn = relay.Function([x, w], relay.nn.dense(x, w))
+    rng = np.random.default_rng(5)
+    wv = (np.kron(rng.random((3, 24)) < 0.3, np.ones((4, 1))) *
+          rng.standard_normal((12, 24))).astype("float32")
+    _, dparams = ddo.bsr_dense.convert(fn, {"w_reg": wv}, (4, 1), 0.5)
+    dnnz = dparams["w_reg.indices"].shape[0]
+    got = get_task_input_buffer("default", f"sparse_dense_bsr_12_24_4_1_{dnnz}_4_W_indptr")
+    np.testing.assert_array_equal(got, _np(dparams["w_reg.indptr"]))
+    # reg_task_input=False: nothing registered (2x1 blocks: a name no other test makes)
+    nmod, nparams = _net3x3("NCHW")
+    relay.analysis.sparse_conv2d.process_params(nmod["main"], nparams, (2, 1), 0.5, "NCHW",
+                                                3, reg_task_input=False)
+    n2 = nparams["c4_weight.indices"].shape[0]
+    with pytest.raises(auto.AutoSchedError, match=r"task input 'sparse_conv2d_bsr_8_144_2_1"):
+        get_task_input_buffer("default", f"sparse_conv2d_bsr_8_144_2_1_{n2}_5_W_indptr")

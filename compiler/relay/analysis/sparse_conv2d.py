@@ -13,8 +13,10 @@ stored as ``NAME.data/.indices/.indptr`` in ``params``, for
 Invariants: as TVM's, ``params`` changes in place.  Unlike TVM's, a convolution the
 sparse kernels do not compute (a ResNet's strided 1x1 shortcut; a strided or unpadded
 3x3 convolution) is left dense, and so is a weight that any such convolution also
-reads.  ``reg_task_input`` is accepted for TVM's signature: task extraction gives a
-sparse task its weights from the graph's constants (``autosched.extract_tasks``).
+reads.  With ``reg_task_input`` (TVM's default) the parts are offered as tuning inputs
+under TVM's ``sparse_conv2d_bsr_...`` names, as ``sparse_dense``'s are (see there);
+task extraction also gives a sparse task its weights from the graph's constants
+(``autosched.extract_tasks``).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ..op.registry import Op
 from .sparse_dense import (
     SparseAnalysisResult,
     as_numpy,
+    register_bsr_inputs,
     search_weights,
     sparsity,
     store_bsr,
@@ -110,4 +113,6 @@ def process_params(expr, params: dict, block_size, sparsity_threshold: float,
             bsr.data = bsr.data.reshape(len(bsr.data), bs[0])
         shapes.append(store_bsr(params, name, bsr))
         names.append(name)
+        if reg_task_input:
+            register_bsr_inputs("sparse_conv2d_bsr", matrix_of(w, layout).shape, bs, bsr)
     return SparseAnalysisResult(weight_name=names, weight_shape=shapes)

@@ -7,6 +7,12 @@ function parameter; a weight with at least ``sparsity_threshold`` zeros is repla
 layout, ``topi.sparse.bsr_from_dense``), and its name and BSR shape are returned for
 ``relay.transform.DenseToSparse``.
 
+As TVM's, every converted weight's parts are also offered as tuning inputs under the
+``"default"`` key, named ``sparse_dense_bsr_{N}_{K}_{BS_R}_{BS_C}_{nnz}_{len(indptr)}_W_data``
+(``..._W_indices``, ``..._W_indptr``): ``compiler`` never imports the auto-scheduler, so
+the auto-scheduler adds its ``register_task_input_buffer`` to ``TASK_INPUT_SINKS`` when
+it is imported (``add_task_input_sink``); without it nothing is registered.
+
 Invariants: as TVM's, ``params`` is changed in place (the dense weight is removed); the
 values stored are ``NDArray``s of float data (the weight's dtype) and int32 index arrays;
 a weight read by several dense layers is converted once.
@@ -24,9 +30,31 @@ from ..expr import Call, Var
 from ..functor import post_order
 from ..op.registry import Op
 
-__all__ = ["SparseAnalysisResult", "process_params", "search_weights"]
+__all__ = ["SparseAnalysisResult", "process_params", "search_weights",
+           "add_task_input_sink", "TASK_INPUT_SINKS"]
 
 SparseAnalysisResult = namedtuple("SparseAnalysisResult", ["weight_name", "weight_shape"])
+TASK_INPUT_SINKS: list = []     # fn(workload_key, name, array), see the module doc
+
+
+def add_task_input_sink(fn) -> None:
+    """Have ``fn(workload_key, name, array)`` called with every BSR part a conversion
+    registers (TVM's ``register_task_input_buffer("default", ...)``); added once."""
+    if not callable(fn):
+        raise TypeError(f"add_task_input_sink: {fn!r} is not callable; expected "
+                        "fn(workload_key, name, array)")
+    if fn not in TASK_INPUT_SINKS:
+        TASK_INPUT_SINKS.append(fn)
+
+
+def register_bsr_inputs(kind: str, shape, block_size, bsr) -> None:
+    """Offer ``bsr``'s parts to the sinks under TVM's names: ``kind`` is
+    ``sparse_dense_bsr`` or ``sparse_conv2d_bsr``, ``shape`` the dense matrix's."""
+    prefix = (f"{kind}_{shape[0]}_{shape[1]}_{block_size[0]}_{block_size[1]}_"
+              f"{len(bsr.indices)}_{len(bsr.indptr)}_")
+    for part in ("data", "indices", "indptr"):
+        for sink in TASK_INPUT_SINKS:
+            sink("default", f"{prefix}W_{part}", getattr(bsr, part))
 
 
 def search_weights(expr, op_name: str) -> list:
@@ -84,6 +112,8 @@ def process_params(expr, params: dict, block_size, sparsity_threshold: float):
             continue
         w = as_numpy(params[name])
         if sparsity(w) >= sparsity_threshold:
-            shapes.append(store_bsr(params, name, to_bsr(name, w, block_size)))
+            bsr = to_bsr(name, w, block_size)
+            shapes.append(store_bsr(params, name, bsr))
             names.append(name)
+            register_bsr_inputs("sparse_dense_bsr", w.shape, block_size, bsr)
     return SparseAnalysisResult(weight_name=names, weight_shape=shapes)
