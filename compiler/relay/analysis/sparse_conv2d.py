@@ -36,7 +36,7 @@ from .sparse_dense import (
     to_bsr,
 )
 
-__all__ = ["process_params", "plain_1x1", "plain_conv", "SparseAnalysisResult"]
+__all__ = ["process_params", "plain_conv", "SparseAnalysisResult"]
 
 _KERNEL_LAYOUT = {"NHWC": "HWIO", "NCHW": "OIHW"}
 
@@ -58,11 +58,6 @@ def plain_conv(call, layout: str, kernel_size: int = 1) -> bool:
             and tuple(a.strides) == (1, 1) and tuple(a.padding) == pad
             and tuple(a.dilation) == (1, 1) and a.groups == 1
             and tuple(spatial) == (kernel_size, kernel_size))
-
-
-def plain_1x1(call, layout: str) -> bool:
-    """``plain_conv`` for a 1x1 kernel."""
-    return plain_conv(call, layout, 1)
 
 
 def _convertible(expr, layout: str, kernel_size: int) -> set:
