@@ -64,8 +64,9 @@ def parse_args(argv):
     p.add_argument("--per-round", type=int, default=64,
                    help="measurements per round (TVM's default, 64)")
     p.add_argument("--retime", type=int, default=4, metavar="K",
-                   help="at the end, measure the K best states twice more and keep the one "
-                        "with the lowest median (0: off)")
+                   help="at the end, measure the K best states and the default schedule's "
+                        "three more times each and keep the one with the lowest "
+                        "second-best figure (0: off)")
     p.add_argument("--early-stopping", type=int, default=None,
                    help="stop after this many trials without improvement")
     p.add_argument("--runner-number", type=int, default=3)

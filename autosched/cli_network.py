@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import shlex
-import statistics
 import sys
 import time
 
@@ -41,7 +40,7 @@ from .network import (
 from .relay_integration import extract_tasks, write_task_table
 from .task_scheduler import TaskScheduler
 from .task_scheduler_callbacks import TaskSchedulerCallback, format_table
-from .tuning import TuningOptions, default_steps_repr, rank_records
+from .tuning import TuningOptions, default_steps_repr, rank_records, retimed_cost
 
 __all__ = ["run_network"]
 
@@ -83,8 +82,8 @@ def _estimate(tasks, weights, best: list) -> float:
 
 def log_best_costs(tasks, log: str) -> list:
     """Per task, the cost of the state a build with ``log`` uses (``rank_records``, as
-    ``ApplyHistoryBest``): the median of its records when it was re-timed side by side,
-    else its cheapest record; inf without a valid record."""
+    ``ApplyHistoryBest``): its ``retimed_cost`` (the second-lowest of its records when it
+    was re-timed side by side, else its cheapest); inf without a valid record."""
     recs: dict = {t.workload_key: [] for t in tasks}
     for rec in load_records(log, on_error=lambda err: None):
         if rec.is_valid and rec.workload_key in recs:
@@ -99,7 +98,7 @@ def log_best_costs(tasks, log: str) -> list:
             continue
         costs = [r.mean_cost for r in recs[t.workload_key]
                  if r.input.steps == ranked[0].input.steps]
-        out.append(statistics.median(costs) if len(costs) >= 3 else min(costs))
+        out.append(retimed_cost(costs))
     return out
 
 

@@ -14,13 +14,13 @@ group as a fallback).
 Invariants: reading a log never executes anything from it (records are data; steps are
 decoded by the step registry); a record that no longer replays (the workload changed,
 or a step is invalid) is skipped with a warning and the next best is tried, never an
-exception; states rank as ``tuning.rank_records`` ranks them (``apply_best`` picks
-the same state): a state re-timed side by side at the end of tuning by the median of its
-records, and the default schedule's own state keeps first place unless a tuned state
-beat it by ``PREFER_MARGIN`` (then the group is built with the default schedule); for
-logs without the default's state, the task table (``LOG.tasks.json``) is the floor:
-records slower than the default are not used.  So a build with the log is never slower
-than one without it, as far as the log can tell.  Targets match by kind and CPU
+exception; states rank as ``tuning.rank_records`` ranks them (``apply_best`` picks the same
+state): a state re-timed side by side at the end of tuning by its second-lowest record
+(``tuning.retimed_cost``), and the default schedule's own state keeps first place unless a
+tuned state beat it by ``PREFER_MARGIN`` (then the group is built with the default
+schedule); for logs without the default's state, the task table (``LOG.tasks.json``) is the
+floor: records slower than the default are not used. So a build with the log is never
+slower than one without it, as far as the log can tell. Targets match by kind and CPU
 (``-num-cores`` and ``-keys`` may differ, as in TVM logs), records of the exact target
 string first.  Memory stays bounded for big logs: per key, the re-timed states and the
 cheapest others are kept, each with its few cheapest records.
@@ -50,7 +50,7 @@ from .tuning import default_steps_repr, rank_records
 
 __all__ = ["ApplyHistoryBest", "DispatchContext"]
 
-_PER_STATE = 7       # records kept per state (its cheapest): enough for a median
+_PER_STATE = 7       # records kept per state (its cheapest): enough for retimed_cost
 _MAX_STATES = 256    # states per workload key before pruning to ...
 _KEEP_STATES = 32    # ... the re-timed ones and this many of the cheapest others
 _log = logging.getLogger("autosched")
@@ -157,7 +157,7 @@ class ApplyHistoryBest(DispatchContext):
 
     def candidates(self, target, workload_key: str, prefer: str | None = None) -> list:
         """Valid records for the key that may serve ``target``, one per state, best first
-        (``tuning.rank_records``: states re-timed side by side by their median, then the
+        (``tuning.rank_records``: states re-timed side by side by ``retimed_cost``, then the
         rest by cost; ``prefer``, the default schedule's steps, keeps first place unless
         beaten by a margin).  Records of the exact target string come before merely
         compatible ones of the same state."""

@@ -33,8 +33,8 @@ Invariants:
 - with ``TuningOptions.retime_top_k`` (``tune --network`` turns it on), each task's best
   states and its default schedule's state are re-timed side by side after the last
   round (``tuning.retime_states``; ``retimed`` counts those measurements, which are not
-  trials) and ``best_costs`` become the lowest medians: ``ApplyHistoryBest`` ranks by
-  the same records, so the build never takes a state that only looked faster.
+  trials) and ``best_costs`` become the lowest ``retimed_cost``: ``ApplyHistoryBest``
+  ranks by the same records, so the build never takes a state that only looked faster.
 Callbacks (progress table, latency log) live in ``task_scheduler_callbacks``.
 """
 from __future__ import annotations
@@ -291,7 +291,7 @@ class TaskScheduler:
     def _retime(self, opts: TuningOptions) -> None:
         """Per task, re-time its ``retime_top_k`` best states and its default schedule's
         state side by side (``tuning.retime_states``); ``best_costs`` become the lowest
-        medians.  The records go to the log, so ``ApplyHistoryBest`` ranks by them."""
+        ``retimed_cost``.  The records go to the log, so ``ApplyHistoryBest`` ranks by them."""
         assert self.measurer is not None
         for i, (task, policy) in enumerate(zip(self.tasks, self.search_policies)):
             if not getattr(policy, "measured", None):

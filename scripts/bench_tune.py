@@ -96,7 +96,7 @@ def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
 
 def best_within(task, log: str, n_records: int):
     """(State, logged cost) of the best state among the first ``n_records`` records, by
-    ``tune``'s ranking (re-timed states by their median first, then by cost)."""
+    ``tune``'s ranking (re-timed states by ``retimed_cost`` first, then by cost)."""
     recs = [r for r in list(load_records(log))[:n_records] if r.is_valid]
     if not recs:
         return None, float("inf")

@@ -315,13 +315,13 @@ def state_record(task, state, cost) -> Record:
 
 @pytest.mark.parametrize("tuned_costs, tuned_used", [
     ((0.99e-3, 1.01e-3, 1.0e-3), False),    # within PREFER_MARGIN: the default stays
-    ((0.5e-3, 1.3e-3, 1.2e-3), False),      # one lucky figure, slower by its median
+    ((0.5e-3, 1.3e-3, 1.2e-3), False),      # one lucky figure, slower by retimed_cost
     ((0.8e-3, 0.85e-3, 0.82e-3), True),     # measurably faster side by side
 ])
 def test_dispatch_ranks_retimed_states_beside_the_default_state(net, tmp_path, tuned_costs,
                                                                  tuned_used):
     """A log re-timed at the end of tuning holds 3 records of the default's own state
-    and of the best tuned state: the build uses the tuned one only when its median is
+    and of the best tuned state: the build uses the tuned one only when its retimed_cost is
     ``PREFER_MARGIN`` faster, else the group keeps its default schedule (counted)."""
     mod, tasks, x, expected = net
     task = tasks[0]

@@ -376,7 +376,7 @@ def test_retime_measures_the_best_states_and_the_default_state_side_by_side(tmp_
                 by_state.setdefault(repr(r.input.steps), []).append(r.mean_cost)
         retimed = [c for c in by_state.values() if len(c) >= 3]
         assert len(retimed) >= 2
-        assert best == pytest.approx(min(sorted(c)[len(c) // 2] for c in retimed))
+        assert best == pytest.approx(min(sorted(c)[1] for c in retimed))   # retimed_cost
     # the default's state competes: it is among the re-timed states of each task
     dflt = [auto.tuning.default_steps_repr(default_state(t)) for t in tasks]
     assert all(len([r for r in recs if repr(r.input.steps) == d]) >= 3 for d in dflt)
