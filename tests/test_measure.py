@@ -366,6 +366,39 @@ def test_slow_candidate_is_timed_once(task, builder):
     assert fast.error_no == 0 and len(fast.costs) == 2
 
 
+def test_an_idle_runner_measures_its_next_candidate_twice(task, builder, monkeypatch):
+    """After an idle spell (builds) the worker's first measurement is slow for small
+    kernels: that candidate is measured twice and the second figure kept.  Candidates
+    right after it, failures and kernels over _WARM_MAX_COST are measured once."""
+    inputs = _inputs(task, FakeState(tile=4), FakeState(tile=8), FakeState(plant="crash"))
+    brs = builder.build(inputs)
+    with LocalRunner(timeout=RUN_TIMEOUT, number=2, cutoff=None) as r:
+        jobs = []
+        real_map = r.pool.map
+
+        def counting_map(fn, items, timeout):
+            jobs.extend(items)
+            return real_map(fn, items, timeout)
+
+        monkeypatch.setattr(r.pool, "map", counting_map)
+        results = r.run(inputs[:2], brs[:2])           # a fresh worker is idle too
+        assert [x.error_no for x in results] == [0, 0]
+        assert r.warmups == 1 and len(jobs) == 3
+        r.run(inputs[:1], brs[:1])                       # right after: no warm-up
+        assert r.warmups == 1 and len(jobs) == 4
+        time.sleep(2 * runner_mod._WARM_AFTER_IDLE_S)
+        r.run(inputs[:1], brs[:1])
+        assert r.warmups == 2 and len(jobs) == 6
+        time.sleep(2 * runner_mod._WARM_AFTER_IDLE_S)
+        failed = r.run(inputs[2:], brs[2:])[0]          # a failure is not repeated
+        assert failed.error_no == MeasureErrorNo.RUNTIME_DEVICE
+        assert r.warmups == 2 and len(jobs) == 7
+        monkeypatch.setattr(runner_mod, "_WARM_MAX_COST", 0.0)
+        time.sleep(2 * runner_mod._WARM_AFTER_IDLE_S)
+        r.run(inputs[:1], brs[:1])                       # over the cap: measured once
+        assert r.warmups == 2 and len(jobs) == 8
+
+
 def test_runner_cutoff_kills_a_kernel_far_slower_than_the_best(task, builder):
     """Before any valid measurement only the hard timeout applies; after one, a call
     over kill_ratio x the best is stopped and the next candidate runs."""
