@@ -366,18 +366,19 @@ def test_more_calls_raises_only_a_run_config_below_it():
         assert not hasattr(plain, "config")
 
 
+def state_records(task, state, costs) -> list:
+    """One record of ``state`` per cost, in order."""
+    return [serialize.encode_record(auto.MeasureInput(task, state),
+                                    auto.MeasureResult([c], 0, "", 0.0, 1.0)) for c in costs]
+
+
 def test_retimed_states_rank_before_states_measured_once():
     task = make_task()
     states = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0,
                                verbose=0).sample_initial_population(2)
-
-    def rec(state, cost):
-        inp = auto.MeasureInput(task, state)
-        return serialize.encode_record(inp, auto.MeasureResult([cost], 0, "", 0.0, 1.0))
-
     once, thrice = states
-    recs = [rec(once, 1e-3), rec(thrice, 9e-4), rec(thrice, 2e-3), rec(thrice, 3e-3)]
-    # measured once at 1 ms vs re-timed with a 2 ms median: the re-timed one ranks first
+    recs = state_records(task, once, [1e-3]) + state_records(task, thrice, [9e-4, 2e-3, 3e-3])
+    # measured once at 1 ms vs re-timed at 2 ms (retimed_cost): the re-timed one ranks first
     assert [repr(r.input.steps) for r in rank_records(recs)] == \
         [repr(recs[1].input.steps), repr(recs[0].input.steps)]
 
@@ -397,13 +398,8 @@ def test_two_slowed_retimings_do_not_hide_the_faster_default():
     a, b = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0,
                              verbose=0).sample_initial_population(2)
 
-    def recs(state, costs):
-        return [serialize.encode_record(auto.MeasureInput(task, state),
-                                        auto.MeasureResult([c], 0, "", 0.0, 1.0))
-                for c in costs]
-
-    dflt = recs(b, [1.137e-3, 1.427e-3, 1.108e-3, 1.298e-3])
-    tuned = recs(a, [1.155e-3, 1.214e-3, 1.171e-3, 1.175e-3])
+    dflt = state_records(task, b, [1.137e-3, 1.427e-3, 1.108e-3, 1.298e-3])
+    tuned = state_records(task, a, [1.155e-3, 1.214e-3, 1.171e-3, 1.175e-3])
     assert statistics.median(r.mean_cost for r in tuned) < \
         statistics.median(r.mean_cost for r in dflt)
     assert rank_records(tuned + dflt)[0] is dflt[2]           # its cheapest record
@@ -415,17 +411,12 @@ def test_the_default_state_wins_a_tie_within_the_margin():
     a, b = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0,
                              verbose=0).sample_initial_population(2)
 
-    def recs(state, costs):
-        return [serialize.encode_record(auto.MeasureInput(task, state),
-                                        auto.MeasureResult([c], 0, "", 0.0, 1.0))
-                for c in costs]
-
-    tuned, dflt = recs(a, [1.00e-3] * 3), recs(b, [1.02e-3] * 3)
+    tuned, dflt = state_records(task, a, [1.00e-3] * 3), state_records(task, b, [1.02e-3] * 3)
     pref = default_steps_repr(b)
     assert rank_records(tuned + dflt, prefer=pref)[0] is dflt[0]        # 2% slower: kept
-    slower = recs(b, [1.05e-3] * 3)
+    slower = state_records(task, b, [1.05e-3] * 3)
     assert rank_records(tuned + slower, prefer=pref)[0] is tuned[0]     # 5% slower: replaced
-    once = recs(b, [1.01e-3])
+    once = state_records(task, b, [1.01e-3])
     assert rank_records(tuned + once, prefer=pref)[0] is tuned[0]       # not re-timed
 
 
