@@ -173,6 +173,27 @@ def test_retiled_children_share_the_struct_memo_and_a_step_makes_a_new_one():
     assert scope_violation(child) is None
 
 
+
+def test_retiled_states_of_one_structure_share_their_changed_iterators():
+    """A changed iterator is decided by the structure and its extent: two re-tiled
+    states of one structure hold the same object for it, equal to what a replay makes."""
+    pairs = [(p, c) for p, c in _tile_children("matmul", n_states=20) if _fast(c)]
+    seen: dict = {}
+    reused = 0
+    for parent, child in pairs:
+        for sid, (st, pst) in enumerate(zip(child.stages, parent.stages)):
+            for j, (it, pit) in enumerate(zip(st.iters, pst.iters)):
+                if it.extent == pit.extent:
+                    continue
+                key = (id(child.struct_memo()), sid, j, it.extent)
+                if key in seen:
+                    assert seen[key] is it, key
+                    reused += 1
+                seen[key] = it
+    assert reused > 10
+    for _, child in pairs[:20]:
+        _assert_replays_to_itself(child)
+
 @pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
                                   "depthwise_conv2d", "conv2d_nhwc"])
 def test_samples_with_the_same_annotation_tail_share_their_structure(name):

@@ -323,17 +323,19 @@ def _shrink(atoms_list, root_ext, nominal) -> dict:
     return act
 
 
-def _position(roots, n_sp, n_root) -> int:
-    if not roots:
-        return POS_OUTER_SPATIAL
-    if len(roots) > 1:
-        return POS_MIXED
-    r = next(iter(roots))
-    if r < n_sp:
-        return POS_INNER_SPATIAL if r == n_sp - 1 else (
-            POS_OUTER_SPATIAL if r == 0 else POS_MIDDLE_SPATIAL)
-    return POS_INNER_REDUCE if r == n_root - 1 else (
-        POS_OUTER_REDUCE if r == n_sp else POS_MIDDLE_REDUCE)
+@_memo
+def _single_root_positions(n_sp: int, n_root: int) -> tuple:
+    """Per root ``r``, the position code of a loop moving only ``r`` (a loop moving
+    several roots is ``POS_MIXED``)."""
+    out = []
+    for r in range(n_root):
+        if r < n_sp:
+            out.append(POS_INNER_SPATIAL if r == n_sp - 1 else (
+                POS_OUTER_SPATIAL if r == 0 else POS_MIDDLE_SPATIAL))
+        else:
+            out.append(POS_INNER_REDUCE if r == n_root - 1 else (
+                POS_OUTER_REDUCE if r == n_sp else POS_MIDDLE_REDUCE))
+    return tuple(out)
 
 
 @_memo
@@ -347,21 +349,27 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
     span, step = [0.0] * (n * R), [0.0] * (n * R)
     # a loop without atoms (extent 1; about half of them) keeps these defaults
     ext, pos = [1] * n, [POS_OUTER_SPATIAL] * n
+    single = _single_root_positions(n_sp, R)
     for l, atoms in enumerate(atoms_list):
         if not atoms:
             continue
-        x, roots, last = 1, [], None
+        # the loop's moving atoms: their extents' product, the last one's step, and
+        # whether they move one root (its position) or several (mixed)
+        x, base, last_r, last_s, first, mixed = 1, l * R, -1, 0, -1, False
         for r, s, e in atoms:
             a = e if act is None else act[(r, s)]
             if a > 1:
                 x *= a
-                span[l * R + r] += s * (a - 1)
-                last = (r, s)
-                roots.append(r)
-        if last is not None:
-            step[l * R + last[0]] = last[1]
+                span[base + r] += s * (a - 1)
+                last_r, last_s = r, s
+                if first < 0:
+                    first = r
+                elif r != first:
+                    mixed = True
+        if last_r >= 0:
+            step[base + last_r] = last_s
             ext[l] = x
-            pos[l] = _position(roots if len(roots) < 2 else set(roots), n_sp, R)
+            pos[l] = POS_MIXED if mixed else single[first]
     span_a, step_a = np.array(span).reshape(n, R), np.array(step).reshape(n, R)
     span_a.flags.writeable = step_a.flags.writeable = False
     return ext, pos, span_a, step_a

@@ -60,6 +60,12 @@ def retiled(state, k: int, steps: list):
     if leaves is None:
         return None
     stages = child.stages
+    # an iterator is decided by the structure (name, kind, annotation) and its extent,
+    # so the structure's states share one per (stage, position, extent): a search round
+    # re-tiles ~10^4 states, and making each changed iterator anew was a tenth of it
+    made = child._struct.get("iterators")
+    if made is None:
+        made = child._struct["iterators"] = {}
     # the parent's leaves agree with its iterators, and the memoized carving returns
     # the same atom tuples for the same splits: only leaves that are other objects can
     # have another extent (a stage whose leaf list compares equal has none)
@@ -74,7 +80,10 @@ def retiled(state, k: int, steps: list):
             if e != it.extent:
                 if new is None:
                     new = list(st.iters)
-                new[j] = S.replace(it, extent=e)
+                made_it = made.get((sid, j, e))
+                if made_it is None:
+                    made_it = made[(sid, j, e)] = S.replace(it, extent=e)
+                new[j] = made_it
         if new is not None:
             stages[sid] = S.replace(st, iters=tuple(new))
     child._leaves = [leaves, True]
