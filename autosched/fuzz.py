@@ -140,6 +140,25 @@ def _batch_matmul(b, m, n, k):
     return [X, Y, topi.nn.batch_matmul(X, Y)]
 
 
+@register_workload("fuzz_conv2d_nhwc_residual")
+def _conv2d_nhwc_residual(h, w, ci, co):
+    """conv2d NHWC 3x3 + bias + residual add + ReLU: what relay fuses into one task."""
+    X = te.placeholder((1, h, w, ci), name="X")
+    F = te.placeholder((3, 3, ci, co), name="F")
+    bias = te.placeholder((co,), name="bias")
+    R = te.placeholder((1, h, w, co), name="R")
+    conv = topi.nn.conv2d_nhwc(X, F, 1, 1, 1)
+    return [X, F, bias, R, topi.nn.relu(topi.add(topi.add(conv, bias), R))]
+
+
+@register_workload("fuzz_avg_pool_nhwc")
+def _avg_pool_nhwc(h, w, c, k, stride, pad):
+    """Average pooling in NHWC whose divisor counts only the taps inside the input."""
+    X = te.placeholder((1, h, w, c), name="X")
+    return [X, topi.nn.pool2d(X, (k, k), (stride, stride), (1, 1), (pad, pad, pad, pad),
+                              "avg", layout="NHWC", count_include_pad=False)]
+
+
 # sparse weights: fixed BSR matrices (a 4x2-block one; a 4x1-block one with TVM's 2-D data)
 _W_DENSE = random_bsr_matrix(32, 24, 4, 2, 0.3, "float32", seed=11)
 _W_CONV = random_bsr_matrix(16, 12, 4, 1, 0.4, "float32", seed=12)
@@ -224,6 +243,24 @@ def _pool_ref(x, k, stride, pad, kind):
     return np.max(wins, axis=0) if kind == "max" else np.sum(wins, axis=0) / (k * k)
 
 
+def _conv_nhwc_residual_ref(x, f, b, r):
+    conv = _conv_ref(x.transpose(0, 3, 1, 2), f.transpose(3, 2, 0, 1), 1, 1, 1, 1)
+    return np.maximum(conv.transpose(0, 2, 3, 1) + b + r, 0)
+
+
+def _avg_pool_nhwc_ref(x, k, stride, pad):
+    """Window sums over the zero-padded input divided by each window's real taps."""
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    real = np.pad(np.ones(x.shape[1:3]), pad)
+    oh = (x.shape[1] + 2 * pad - k) // stride + 1
+    ow = (x.shape[2] + 2 * pad - k) // stride + 1
+    rows = [slice(dy, dy + stride * (oh - 1) + 1, stride) for dy in range(k)]
+    cols = [slice(dx, dx + stride * (ow - 1) + 1, stride) for dx in range(k)]
+    total = np.sum([xp[:, r, c, :] for r in rows for c in cols], axis=0)
+    taps = np.sum([real[r, c] for r in rows for c in cols], axis=0)
+    return total / taps[None, :, :, None]
+
+
 def _softmax_ref(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -244,6 +281,10 @@ FAMILIES = {
                         lambda x, f: _conv_ref(x, f, 1, 1, 1, 3)),
     "max_pool": Family("fuzz_pool", (1, 3, 11, 11, 3, 2, 1, "max"),
                        lambda x: _pool_ref(x, 3, 2, 1, "max")),
+    "avg_pool_nhwc": Family("fuzz_avg_pool_nhwc", (10, 9, 3, 3, 2, 1),
+                            lambda x: _avg_pool_nhwc_ref(x, 3, 2, 1)),
+    "conv2d_nhwc_residual": Family("fuzz_conv2d_nhwc_residual", (6, 7, 5, 6),
+                                   _conv_nhwc_residual_ref),
     "softmax": Family("fuzz_softmax", (5, 23), _softmax_ref),
     "layer_norm": Family("fuzz_layer_norm", (6, 19), _layer_norm_ref, 1e-3),
     "reductions": Family("fuzz_reductions", (9, 31),
