@@ -1,4 +1,5 @@
-"""Regression tests for the wrong answers and process killers found by fuzzing (issue 13).
+"""Regression tests for the wrong answers and process killers found by fuzzing (issue 13
+and later fuzz runs).
 
 Each test is one reproducer from ../shared/repros (or found by scripts/fuzz_schedules.py),
 checked against numpy.  Killers that used to end the process (SIGFPE, SIGSEGV) now raise
@@ -19,7 +20,13 @@ from autosched.steps import apply_step
 from autosched.task import SearchTask
 from autosched.workload import register_workload
 from compiler import build, lower, te
+from compiler.codegen import codegen_llvm
 from compiler.errors import CompilerError, LoweringError
+from compiler.target import Target
+from compiler.tir.analysis import divided_loops
+from compiler.tir.expr import Add, FloatImm, FloorMod, IntImm, Var
+from compiler.tir.functor import post_order_visit
+from compiler.tir.stmt import BufferStore, For, LetStmt, decl_buffer
 from compiler.transform import PassContext
 
 RNG = np.random.default_rng(13)
@@ -341,3 +348,57 @@ def test_pass_context_rejects_unknown_options_and_bad_values():
     assert PassContext.current().config.get("tir.instrument_bound_checkers") is None
     with PassContext(config={"tir.instrument_bound_checkers": True}):
         assert PassContext.current().config["tir.instrument_bound_checkers"] is True
+
+
+# ------------------------------------------------------------------ 7. LLVM's vectorizer
+def _fused_reduce_spatial(n, m, factor, k_=29):
+    """C = A @ B with j split by ``factor`` and the reduction fused with j's inner part:
+    the accumulator's address is ``... + f % factor`` in the fused loop ``f``."""
+    A = te.placeholder((n, k_), name="A")
+    B = te.placeholder((k_, m), name="B")
+    k = te.reduce_axis((0, k_), name="k")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    i, j = s[C].op.axis
+    jo, ji = s[C].split(j, factor=factor)
+    s[C].reorder(jo, i, k, ji)
+    s[C].fuse(k, ji)
+    return s, [A, B, C]
+
+
+@pytest.mark.parametrize("n,m,factor", [(7, 13, 8), (7, 16, 8), (5, 12, 4)])
+def test_a_reduction_fused_with_an_inner_spatial_axis_is_not_mis_vectorized(n, m, factor):
+    """Fuzz seed 2040, case 8390: LLVM 22's loop vectorizer took ``base + f % 8`` for
+    a consecutive address, summed lanes f and f + 8 into one element and stored past
+    the output (a wrong answer, then heap corruption)."""
+    s, args = _fused_reduce_spatial(n, m, factor)
+    mod = build(s, args, name="f")
+    a, b = _rand(n, 29), _rand(29, m)
+    c = np.full((n, m), np.nan, "float32")
+    mod(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_divided_loops_are_the_ones_whose_variable_is_split_back():
+    s, args = _fused_reduce_spatial(7, 13, 8)
+    body = lower(s, args, name="f")["f"].body
+    loops = []
+    post_order_visit(body, lambda n: loops.append(n) if isinstance(n, For) else None)
+    names = {lp.loop_var.name: id(lp) in divided_loops(body) for lp in loops}
+    # the fused loops (init and update) divide their variable; j.outer and i do not
+    assert names == {"j_outer": False, "i": False, "k_j_inner_fused": True}
+    ir = codegen_llvm(lower(s, args, name="f")["f"], Target("llvm"))
+    assert ir.count('!{!"llvm.loop.vectorize.enable", i1 false}') == 2
+
+
+def test_a_let_bound_index_carries_its_loop_into_the_division():
+    i = Var("i", "int32")
+    t = Var("t", "int32")
+    buf = decl_buffer((64,), "float32", "X")
+    store = BufferStore(buf, FloatImm("float32", 0.0), (FloorMod(t, IntImm("int32", 8)),))
+    loop = For(i, IntImm("int32", 0), IntImm("int32", 64), "serial",
+               LetStmt(t, Add(i, IntImm("int32", 3)), store))
+    assert divided_loops(loop) == {id(loop)}
+    plain = For(i, IntImm("int32", 0), IntImm("int32", 64), "serial",
+                BufferStore(buf, FloatImm("float32", 0.0), (i,)))
+    assert divided_loops(plain) == set()

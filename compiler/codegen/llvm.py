@@ -33,7 +33,7 @@ from ..errors import CodegenError
 from ..runtime.packed import TRAMPOLINE_SYMBOL
 from ..target import Target, parse_target
 from ..tir import dtype as dt
-from ..tir.analysis import shape_vars
+from ..tir.analysis import divided_loops, shape_vars
 from ..tir.expr import Var
 from ..tir.stmt import Buffer, PrimFunc
 from .llvm_builder import ATTR_ENTRY, ATTR_FUNC, ModuleContext
@@ -99,6 +99,7 @@ def _emit_primfunc(mod: ModuleContext, f: PrimFunc) -> list:
     for suffix in ("__status", "__errors"):
         mod.define(global_name(f.name + suffix), "")
     em = FunctionEmitter(mod, f.name)
+    mod.divided_loops = divided_loops(f.body)
     seen: set = set()
     sig, types = [], []
     for i, b in enumerate(f.params):

@@ -51,6 +51,8 @@ class ModuleContext:
         self.defs: dict = {}        # symbol -> full definition text (workers, math)
         self.globals: dict = {}     # key -> global line (constants, attributes of mathlib)
         self.metadata: list = []
+        # ids of the For nodes LLVM must not auto-vectorize (set per PrimFunc)
+        self.divided_loops: set = set()
         self.dtypes: dict = {}      # binary node -> dtype (see ExprMixin.dtype_of)
         self._md = 1000             # metadata ids; high to stay clear of foreign text
         self._names: dict = {}
@@ -146,14 +148,18 @@ class ModuleContext:
             self.defs[sym] = text
 
     # ---------------------------------------------------------------- metadata
-    def loop_md(self, unroll_full: bool) -> str:
-        """Suffix for a loop's back edge (``, !llvm.loop !N``) or ''."""
-        if not unroll_full:
+    def loop_md(self, unroll_full: bool, no_vectorize: bool = False) -> str:
+        """Suffix for a loop's back edge (``, !llvm.loop !N``) or '': full unrolling
+        and/or LLVM's loop vectorizer turned off (``tir.analysis.divided_loops``)."""
+        props = (['!{!"llvm.loop.unroll.full"}'] if unroll_full else []) + \
+            (['!{!"llvm.loop.vectorize.enable", i1 false}'] if no_vectorize else [])
+        if not props:
             return ""
-        a, b = self._md, self._md + 1
-        self._md += 2
-        self.metadata.append(f"!{a} = distinct !{{!{a}, !{b}}}")
-        self.metadata.append(f'!{b} = !{{!"llvm.loop.unroll.full"}}')
+        a = self._md
+        self._md += 1 + len(props)
+        ids = [f"!{a + 1 + k}" for k in range(len(props))]
+        self.metadata.append(f"!{a} = distinct !{{!{a}, {', '.join(ids)}}}")
+        self.metadata += [f"{i} = {p}" for i, p in zip(ids, props)]
         return f", !llvm.loop !{a}"
 
     def error_code(self, root: str, kind: str, message: str) -> int:

@@ -71,7 +71,7 @@ class ParallelMixin(EmitterBase):
         t = ltype(d)
         sub = type(self)(self.mod, name, in_parallel=True, root=self.root)
         sub.outer = self.vars
-        md = self.mod.loop_md(unroll_full(s.annotations))
+        md = self.mod.loop_md(unroll_full(s.annotations), id(s) in self.mod.divided_loops)
         sub.emit_loop(s.loop_var, "%lo", "%hi", lambda: sub.stmt(s.body), md)
         params = []
         for v, (pname, is_data) in sub.captured.items():

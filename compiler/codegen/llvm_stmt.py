@@ -8,6 +8,9 @@ Role: a mixin of ``FunctionEmitter``.  Invariants:
   scope: the same Var reused by a sibling loop is simply rebound);
 - a ``For`` annotation ``("llvm.loop.unroll.full", True)`` attaches full-unroll
   metadata to that loop's back edge; other annotations are hints already consumed;
+- a loop whose variable is divided inside it (``tir.analysis.divided_loops``: a fused
+  loop's split-back indices) gets ``llvm.loop.vectorize.enable false``: LLVM 22's loop
+  vectorizer mistakes ``base + i % 8`` for a consecutive address;
 - kinds "vectorized"/"unrolled" that reach codegen are serial loops; "parallel" is
   outlined (llvm_parallel.py) unless already inside a parallel region or the target
   has one core;
@@ -123,7 +126,7 @@ class StmtMixin(EmitterBase):
             hi = scalar_lit(d, lo_c + ext_c)
         else:
             hi = self.op(f"add nsw {ltype(d)} {lo}, {self.int_operand(s.extent, d)}")
-        md = self.mod.loop_md(unroll_full(s.annotations))
+        md = self.mod.loop_md(unroll_full(s.annotations), id(s) in self.mod.divided_loops)
         self.emit_loop(var, lo, hi, lambda: self.stmt(s.body), md, ext_c is not None)
 
     def emit_loop(self, var, lo: str, hi: str, body_fn, md: str = "",

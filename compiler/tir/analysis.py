@@ -1,6 +1,6 @@
 """Read-only analyses of TIR: structural keys/equality, variable use, free variables,
-tensors read, node counts, undefined buffers.  (Integer bounds and affine forms are in
-``tir.arith``.)
+tensors read, node counts, undefined buffers, loops whose variable is divided.  (Integer
+bounds and affine forms are in ``tir.arith``.)
 
 Invariants:
 - Nothing here builds or changes IR; every function is a query.
@@ -21,7 +21,7 @@ from .stmt import Buffer, PrimFunc
 
 __all__ = ["structural_key",
            "structural_equal", "structural_hash", "expr_key", "uses_var", "free_vars",
-           "count_nodes", "undefined_buffers", "shape_vars"]
+           "count_nodes", "undefined_buffers", "shape_vars", "divided_loops"]
 
 
 class _KeyBuilder(Visitor):
@@ -348,3 +348,60 @@ def undefined_buffers(func: PrimFunc) -> list:
 
 
 # ------------------------------------------------------------------------ integer bounds
+
+
+class _DividedLoops(Visitor):
+    """The For nodes whose variable (directly or through a let-bound variable) is an
+    operand of a division or modulo somewhere inside the loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.loops: list = []       # the enclosing For nodes, outermost first
+        self.reach: dict = {}       # let-bound Var -> the enclosing loop Vars it reads
+        self.out: set = set()       # ids of the For nodes found
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.loops.append(s)
+        self.visit(s.body)
+        self.loops.pop()
+
+    def _loop_vars(self, node) -> set:
+        """The enclosing loops' Vars that ``node`` reads, through let-bound Vars too."""
+        out: set = set()
+        for v in vars_read(node):
+            out |= self.reach.get(v, {v})
+        return out
+
+    def _let(self, node):
+        self.visit(node.value)
+        if self.loops:
+            self.reach[node.var] = self._loop_vars(node.value)
+        self.visit(node.body)
+
+    visit_LetStmt = visit_Let = _let
+
+    def _divmod(self, e):
+        if self.loops:
+            used = self._loop_vars(e.a) | self._loop_vars(e.b)
+            for s in self.loops:
+                if s.loop_var in used:
+                    self.out.add(id(s))
+        self.generic_visit(e)
+
+    visit_Div = visit_Mod = visit_FloorDiv = visit_FloorMod = _divmod
+
+
+def divided_loops(node) -> set:
+    """Ids of the For nodes in ``node`` whose loop variable reaches an operand of a
+    Div/Mod/FloorDiv/FloorMod inside the loop (a fused loop's split-back indices).
+
+    Why: codegen tells LLVM not to auto-vectorize those loops.  LLVM 22's loop
+    vectorizer treats an address ``base + (i & 7)`` as consecutive in ``i`` across the
+    wrap, so a loop fusing a reduction axis with an inner spatial one (``k.j_inner``,
+    whose accumulator address is ``... + (f % 8)``) was vectorized into wrong sums and
+    out-of-bounds masked stores (fuzz seed 2040, case 8390)."""
+    v = _DividedLoops()
+    v.visit(node)
+    return v.out
