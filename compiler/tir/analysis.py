@@ -15,6 +15,7 @@ Invariants:
 """
 from __future__ import annotations
 
+from .dtype import is_integral
 from .expr import BufferLoad, Node, Var
 from .functor import Visitor, _fields_of
 from .stmt import Buffer, PrimFunc
@@ -352,7 +353,7 @@ def undefined_buffers(func: PrimFunc) -> list:
 
 class _DividedLoops(Visitor):
     """The For nodes whose variable (directly or through a let-bound variable) is an
-    operand of a division or modulo somewhere inside the loop."""
+    operand of an integer division or modulo somewhere inside the loop."""
 
     def __init__(self):
         super().__init__()
@@ -383,7 +384,8 @@ class _DividedLoops(Visitor):
     visit_LetStmt = visit_Let = _let
 
     def _divmod(self, e):
-        if self.loops:
+        # index arithmetic only: a float division of loaded values divides no index
+        if self.loops and is_integral(e.dtype):
             used = self._loop_vars(e.a) | self._loop_vars(e.b)
             for s in self.loops:
                 if s.loop_var in used:
@@ -394,8 +396,9 @@ class _DividedLoops(Visitor):
 
 
 def divided_loops(node) -> set:
-    """Ids of the For nodes in ``node`` whose loop variable reaches an operand of a
-    Div/Mod/FloorDiv/FloorMod inside the loop (a fused loop's split-back indices).
+    """Ids of the For nodes in ``node`` whose loop variable reaches an operand of an
+    integer Div/Mod/FloorDiv/FloorMod inside the loop (a fused loop's split-back
+    indices).
 
     Why: codegen tells LLVM not to auto-vectorize those loops.  LLVM 22's loop
     vectorizer treats an address ``base + (i & 7)`` as consecutive in ``i`` across the
