@@ -348,8 +348,6 @@ def undefined_buffers(func: PrimFunc) -> list:
     return [b for b in v.used if b not in params]
 
 
-# ------------------------------------------------------------------------ integer bounds
-
 
 class _DividedLoops(Visitor):
     """The For nodes whose variable (directly or through a let-bound variable) is an
@@ -393,6 +391,11 @@ class _DividedLoops(Visitor):
         self.generic_visit(e)
 
     visit_Div = visit_Mod = visit_FloorDiv = visit_FloorMod = _divmod
+
+    def _leaf(self, e):         # codegen runs this on every kernel: skip the leaves
+        pass
+
+    visit_Var = visit_IntImm = visit_FloatImm = visit_StringImm = _leaf
 
 
 def divided_loops(node) -> set:
