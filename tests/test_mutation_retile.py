@@ -173,7 +173,6 @@ def test_retiled_children_share_the_struct_memo_and_a_step_makes_a_new_one():
     assert scope_violation(child) is None
 
 
-
 def test_retiled_states_of_one_structure_share_their_changed_iterators():
     """A changed iterator is decided by the structure and its extent: two re-tiled
     states of one structure hold the same object for it, equal to what a replay makes."""
@@ -193,6 +192,7 @@ def test_retiled_states_of_one_structure_share_their_changed_iterators():
     assert reused > 10
     for _, child in pairs[:20]:
         _assert_replays_to_itself(child)
+
 
 @pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
                                   "depthwise_conv2d", "conv2d_nhwc"])
