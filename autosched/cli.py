@@ -33,6 +33,7 @@ from . import catalog
 from .cli_network import run_network
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel, prior_from_text
+from .default_state import default_state
 from .errors import AutoSchedError
 from .layout_rewrite import LayoutRewriteOption
 from .measure.builder import LocalBuilder
@@ -46,7 +47,7 @@ from .search.islands import import_modules
 from .search.policy import SketchPolicy
 from .side_by_side import interleaved, kernel_timer, numpy_timer
 from .task import SearchTask
-from .tuning import TuningOptions, best_state
+from .tuning import PREFER_MARGIN, TuningOptions, best_state
 from .workload import register_workload
 
 DEFAULT_WORKLOAD = "matmul"
@@ -282,13 +283,18 @@ def print_summary(task, name, args, log, stats, ns) -> int:
     # which order they ran
     mod, ins = _best_kernel(task, state, arrays)
     timers = {"best": kernel_timer(mod, ins, 20)}
+    # the answer may be the default schedule's own state (no tuned state beat it by
+    # PREFER_MARGIN): then the two timers would time one program, and their ratio
+    # (0.99x, 1.01x) would only be noise
+    dflt = default_state(task)
+    same = dflt is not None and str(dflt) == str(state)
+    default_error = ""
     try:
-        timers["default"] = kernel_timer(default_schedule(name, tensors), arrays, 20)
-        timers["default"]()       # a default that fails to build or run fails here
+        if not same:
+            timers["default"] = kernel_timer(default_schedule(name, tensors), arrays, 20)
+            timers["default"]()       # a default that fails to build or run fails here
     except Exception as err:  # noqa: BLE001 - the summary must not lose the tuning result
         default_error = f"unavailable ({type(err).__name__}: {err})"
-    else:
-        default_error = ""
     ref = _numpy_ref(name)
     if ref is not None:
         timers["numpy"] = numpy_timer(ref, arrays[:-1])
@@ -300,7 +306,10 @@ def print_summary(task, name, args, log, stats, ns) -> int:
     print(f"Best: {best * 1e3:.4f} ms, {flops / best / 1e9:.2f} GFLOPS "
           f"({stats.trials} new trials, {stats.preloaded} from the log, {stats.errors} errors, "
           f"{stats.wall_seconds:.1f} s, search overhead {stats.overhead_share:.0%})")
-    if default_error:
+    if same:
+        print(f"vs default schedule: 1.00x (the best is the default schedule's own state: "
+              f"no tuned state beat it by {PREFER_MARGIN:.0%})")
+    elif default_error:
         print(f"vs default schedule: {default_error}")
     else:
         d = t["default"]

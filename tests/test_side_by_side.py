@@ -5,6 +5,7 @@ import re
 import numpy as np
 
 from autosched import cli
+from autosched.default_state import default_state
 from autosched.side_by_side import interleaved, kernel_timer, numpy_timer
 from compiler import build, te
 
@@ -62,3 +63,18 @@ def test_tune_summary_reports_the_default_and_numpy_side_by_side(tmp_path, capsy
     for m, t in ((default, d), (numpy, n)):
         rounding = t / b * (5e-5 / b + 5e-5 / t)
         assert abs(float(m[2]) - t / b) <= 0.005 + rounding
+
+
+def test_tune_summary_says_when_the_answer_is_the_default_schedules_own_state(
+        tmp_path, capsys, monkeypatch):
+    """Timing the default beside itself gives 0.99x or 1.01x, which reads as a verdict;
+    the summary names the case instead (and still times numpy)."""
+    monkeypatch.setattr(cli, "best_state",
+                        lambda task, log: (default_state(task), None))
+    log = tmp_path / "mm.json"
+    assert cli.main(["matmul", "--args", "64", "64", "64", "--trials", "8",
+                     "--per-round", "8", "--retime", "0", "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "vs default schedule: 1.00x (the best is the default schedule's own state: " \
+           "no tuned state beat it by 3%)" in out, out
+    assert re.search(r"vs numpy: [0-9.]+ ms .* -> [0-9.]+x", out), out
