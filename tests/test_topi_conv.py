@@ -144,6 +144,16 @@ def test_nchw_column_tile(ow, lanes, tile):
     assert topi.x86.conv2d.nchw_col_tile(ow, lanes) == tile
 
 
+@pytest.mark.parametrize("oc, oh, ow, lanes, tile", [
+    (64, 56, 56, 16, (4, 4, 8)), (128, 28, 28, 16, (4, 4, 14)), (64, 56, 56, 8, (4, 2, 8)),
+    (128, 28, 28, 8, (4, 2, 7)), (256, 14, 14, 16, (4, 2, 14)), (512, 7, 7, 16, (4, 7, 7)),
+    (64, 12, 12, 16, (4, 4, 12))])
+def test_nchw_register_tile(oc, oh, ow, lanes, tile):
+    """4 channels x 4 rows on 32 vector registers (16 lanes) when 4 rows divide the map,
+    4 x 2 on 16 registers (AVX2 unchanged), every row of a narrow map."""
+    assert topi.x86.conv2d.nchw_register_tile(oc, oh, ow, lanes) == tile
+
+
 def test_packed_two_channel_vectors_lowered():
     """A 2 x 4 tile: two filter vectors per tap, each broadcast input feeds both."""
     X = te.placeholder((1, 8, 16, 16), name="X")
