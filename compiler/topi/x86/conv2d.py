@@ -3,9 +3,10 @@
 Direct convolution with a register tile of output values kept in a local accumulator
 (cache_write, or the conv itself when an elementwise epilogue is the tiled output):
 - NCHW (and grouped/transposed NCHW): tile = 4 output channels x 2 output rows x one
-  SIMD vector of output columns (8 accumulators, measured best on AVX2): the columns
-  are loaded straight from the padded input rows, the filter taps are scalar
-  broadcasts, the tile and the kernel width are unrolled.
+  SIMD vector of output columns (8 accumulators, measured best on AVX2), x 4 rows on
+  AVX-512 (16 of its 32 registers; ``nchw_register_tile``): the columns are loaded
+  straight from the padded input rows, the filter taps are scalar broadcasts, the tile
+  and the kernel width are unrolled.
 - NHWC: tile = OW_T columns x OC_T channels with the channels vectorized (the HWIO
   filter row is contiguous), the input value broadcast: the GEMM micro-kernel shape.
 - depthwise NCHW: tile = OH_T rows x OW_T columns of one channel.
@@ -18,9 +19,9 @@ block); the parallel loop is rows (channels for depthwise, the batch when it is 
 and the padding stage is computed per parallel iteration (scalar: see ``attach_pad``).
 
 Invariants: the parallel loop is one plain (unfused) loop, so the tile loops carry no
-div/mod index arithmetic; accumulator tiles use at most 8-12 vector registers (16 of
-AVX-512's 32); vector tiles divide the extent they split (a predicated vector loop would
-run scalar).
+div/mod index arithmetic; accumulator tiles use at most 8-12 vector registers on AVX2
+and 16 of AVX-512's 32 (28 for a map of at most 7 rows, all rows at once); vector tiles
+divide the extent they split (a predicated vector loop would run scalar).
 """
 from __future__ import annotations
 
