@@ -128,9 +128,6 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     start = time.perf_counter()
     best_at = 0
     try:
-        prepare = getattr(policy, "prepare_first_round", None)
-        if callable(prepare):
-            prepare()       # helpers prepare while the default schedule builds here
         # the default schedule's cost, timed by the same runner: the floor to beat (and
         # the runner's cut-off learns it, so hopeless candidates stop sooner)
         t0 = time.perf_counter()

@@ -5,7 +5,6 @@ import gc
 import pickle
 import random
 import sys
-import time
 
 import pytest
 
@@ -381,30 +380,3 @@ def test_a_round_resumes_the_collector_in_the_build_tail_or_after_measuring():
             policy.continue_search_one_round(1, measurer)
         assert builder.at_start == (False, True)
         assert gc.isenabled() and not resume_owed()      # paid when the round failed
-
-
-def prepared_in_this_helper():
-    """(n, seed, finished) of every sample prepared in this helper."""
-    return sorted((k[-2], k[-1], not p.step()) for k, p in islands._PREPARED.items())
-
-
-def test_helpers_prepare_the_first_round_and_the_search_is_the_same_with_or_without():
-    task = _task()
-    with islands.WorkerPool(1, "test-prepare") as pool:
-        pool.map_each(islands.prepare_island_job, (), 30, [
-            (pickle.dumps(task), 2, None, 24, 77, 8, FeatureConfig())])
-        time.sleep(1.0)
-        assert pool.map(prepared_in_this_helper, [()], 30)[0].value == [(24, 77, True)]
-    assert islands.prepare_island_job(pickle.dumps(task), 2, None, 24, 77, 8, None) is False
-
-    def rounds(prepare):
-        policy = auto.SketchPolicy(_task(), RandomModel(9), params=PARALLEL, seed=9,
-                                   verbose=0)
-        if prepare:
-            policy.prepare_first_round()
-            policy.prepare_first_round()          # once only
-        first = policy.pick_states(8)
-        _measure(policy, first)
-        return [[str(s) for s in r] for r in (first, policy.pick_states(8))]
-
-    assert rounds(True) == rounds(False)

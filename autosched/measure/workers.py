@@ -399,20 +399,15 @@ class WorkerPool:
                            lambda: self._dispatch(fn, jobs, pending, outcomes, timeout),
                            on_idle)
 
-    def map_each(self, fn, args: tuple, timeout: float, per_worker=None) -> list:
+    def map_each(self, fn, args: tuple, timeout: float) -> list:
         """Run ``fn(*args)`` once in every worker (e.g. to import what later jobs
-        need), or ``fn(*per_worker[i])`` in worker i; a JobOutcome per worker.  ``map``
-        cannot promise that: the first worker to be ready takes every queued job."""
+        need); a JobOutcome per worker.  ``map`` cannot promise that: the first worker
+        to be ready takes every queued job."""
         timeout = check_seconds(timeout, "WorkerPool.map_each timeout")
-        if per_worker is not None and len(per_worker) != self.size:
-            raise ValueError(f"WorkerPool.map_each: {len(per_worker)} per-worker argument "
-                             f"tuples for {self.size} workers")
-        each = [tuple(args)] * self.size if per_worker is None else \
-            [tuple(a) for a in per_worker]
         outcomes: list = [None] * self.size
         pending = set(range(self.size))
         return self._drive(pending, outcomes,
-                           lambda: self._dispatch_each(fn, each, pending, outcomes, timeout))
+                           lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
 
     def _drive(self, pending, outcomes, dispatch, on_idle=None) -> list:
         """Dispatch and collect until no job is pending or running; on any exception
@@ -433,15 +428,15 @@ class WorkerPool:
             raise
         return outcomes
 
-    def _dispatch_each(self, fn, each, pending, outcomes, timeout) -> None:
-        """Job i (arguments ``each[i]``) goes to worker i, once that worker is idle."""
+    def _dispatch_each(self, fn, args, pending, outcomes, timeout) -> None:
+        """Job i goes to worker i, once that worker is idle."""
         for i in sorted(pending):
             w = self._workers[i]
             if w.state != "idle":
                 continue
             pending.discard(i)
             try:
-                w.dispatch(i, fn, each[i], timeout)
+                w.dispatch(i, fn, tuple(args), timeout)
             except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
                 outcomes[i] = JobOutcome("error", f"job arguments could not be sent to the "
                                          f"worker: {type(e).__name__}: {e}", 0.0)

@@ -50,7 +50,6 @@ import random
 import sys
 import threading
 
-from ..features.extract import FeatureExtractor
 from ..idle import paused_gc
 from ..measure.workers import (
     WorkerError,
@@ -155,57 +154,11 @@ def run_island_job(seeds: tuple, payload: bytes) -> list:
         out = run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
                          num_cores, sketch_steps, sample_seed)
         if next_seed is not None:
-            key, _, sketches = _sketches(task, num_cores, sketch_steps)
-            ext = getattr(model, "extractor", None)
-            prep = _prepare(key, sketches, n_init, next_seed, num_cores,
-                            params.max_sample_tries_factor, getattr(ext, "config", None))
+            prep = _prepare(task, num_cores, sketch_steps, n_init, next_seed,
+                            params.max_sample_tries_factor, model)
             if not work_after_reply(prep.step):
-                _PREPARED.pop(key + (n_init, next_seed), None)    # not in a helper
+                _PREPARED.pop(prep.key + (n_init, next_seed), None)    # not in a helper
         return out
-
-
-def prepare_island_job(task_blob: bytes, num_cores: int, sketch_steps, n: int, seed: int,
-                       tries_factor: int, feature_config) -> bool:
-    """A helper's job before a task's first round: reply at once, then make the task's
-    sketches and prepare the first round's sample on the idle-priority thread;
-    whether that work was left (only in a helper)."""
-    task = pickle.loads(task_blob)         # our own tuner pickled it
-
-    def pieces():
-        key, _, sketches = _sketches(task, num_cores, sketch_steps)
-        yield
-        prep = _prepare(key, sketches, n, seed, num_cores, tries_factor, feature_config)
-        while prep.step():
-            yield
-
-    gen = pieces()
-    return work_after_reply(lambda: next(gen, False) is None)
-
-
-def prepare_islands(task, n_helpers: int, n: int, sample_seeds, num_cores: int,
-                    tries_factor: int, feature_config, sketch_steps=None):
-    """Have ``n_helpers`` helpers prepare their first-round samples of ``task`` (helper
-    i: ``sample_seeds[i]``) while the tuner times the default schedule; best effort, in
-    the background (a thread holding the pool's lock, as ``warm_helpers``)."""
-    if not n_helpers or _START_FAILED:
-        return None
-    try:
-        blob = pickle.dumps(task)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None
-    each = [(blob, num_cores, sketch_steps, n, seed, tries_factor, feature_config)
-            for seed in sample_seeds[:n_helpers]]
-
-    def run():
-        with _LOCK:
-            try:
-                _pool(n_helpers).map_each(prepare_island_job, (), ISLAND_TIMEOUT, each)
-            except BaseException:     # the island jobs draw their samples themselves
-                pass
-
-    thread = threading.Thread(target=run, daemon=True, name="autosched-prepare-helpers")
-    thread.start()
-    return thread
 
 
 def _sketches(task, num_cores, sketch_steps) -> tuple:
@@ -221,13 +174,13 @@ def _sketches(task, num_cores, sketch_steps) -> tuple:
     return (key, *_SKETCHES[key])
 
 
-def _prepare(key, sketches, n, seed, num_cores, tries_factor, feature_config):
-    """A PreparedSample of ``n`` states from ``seed``, featurized into this helper's
-    extractor for ``feature_config`` (None: not featurized), kept for the round that
-    asks for it (the last few are kept: a task scheduler's next round may be another
-    task's)."""
-    ext = None if feature_config is None else \
-        _EXTRACTORS.setdefault(feature_config, FeatureExtractor(feature_config))
+def _prepare(task, num_cores, sketch_steps, n, seed, tries_factor, model):
+    """A PreparedSample of ``n`` states from ``seed``, kept for the round that asks for
+    it (the last few are kept: a task scheduler's next round may be another task's)."""
+    key, task, sketches = _sketches(task, num_cores, sketch_steps)
+    ext = getattr(model, "extractor", None)
+    config = getattr(ext, "config", None)
+    ext = None if config is None else _EXTRACTORS.setdefault(config, ext)
     prep = PreparedSample(key, sketches, n, seed, num_cores, tries_factor, ext)
     _PREPARED[key + (n, seed)] = prep
     while len(_PREPARED) > _PREPARED_KEPT:

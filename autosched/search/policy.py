@@ -36,7 +36,7 @@ from ..idle import offer, paused_gc, resume_deferred, withdraw
 from ..measure.measurer import MeasureInput
 from ..state import State
 from .evolution import SearchParams, evolve, next_generation, sample_population
-from .islands import MAX_HELPERS, helpers_for, prepare_islands, start_islands, warm_helpers
+from .islands import MAX_HELPERS, helpers_for, start_islands, warm_helpers
 from .mutation_rules import replay
 from .prep import PreparedSample
 from .sketch_rules import generate_sketches
@@ -158,9 +158,13 @@ class SketchPolicy(_Policy):
             return init, self.evolutionary_search(init + seeds, n_out)
         island = replace(p, evolutionary_search_population=max(
             1, p.evolutionary_search_population // k))
+        # a custom sketch rule is the user's code, which helpers never import: they get
+        # the sketches as steps
+        sketch_steps = None if not self.custom_sketch_rules else tuple(
+            tuple(s.transform_steps) for s in self.generate_sketches())
         run = start_islands(self.task, snapshot, island, seeds, helpers, share,
                             self.measured_keys, n_out, self.num_cores, self.rng,
-                            self._sketch_steps(), list(zip(now[1:], ahead[1:])))
+                            sketch_steps, list(zip(now[1:], ahead[1:])))
         init = self._initial_sample(share, now[0])
         self._prepare_next(share, ahead[0])
         scored = self._evolve(init + seeds, n_out, island)
@@ -171,40 +175,15 @@ class SketchPolicy(_Policy):
                           f"({msg}); this round uses the other islands", stacklevel=3)
         return init, self._merge(scored, done, n_out)
 
-    def _draw_seeds(self) -> list:
-        return [self.rng.randrange(2 ** 31) for _ in range(1 + MAX_HELPERS)]
-
     def _sample_seeds(self) -> tuple:
         """(this round's, the next round's) random-sample seed of every island, this
         process's first: drawn a round ahead, so the next round's samples can be
         prepared while this round's candidates build (search.prep)."""
-        now = self._seeds_ahead or self._draw_seeds()
-        self._seeds_ahead = self._draw_seeds()
+        def draw():
+            return [self.rng.randrange(2 ** 31) for _ in range(1 + MAX_HELPERS)]
+        now = self._seeds_ahead or draw()
+        self._seeds_ahead = draw()
         return now, self._seeds_ahead
-
-    def prepare_first_round(self) -> None:
-        """Before the first round: draw its sample seeds and have the helpers prepare
-        their samples (``tune`` calls this before it times the default schedule, which
-        it builds in this process while a core idles).  Seeds are drawn in the same
-        order either way, so a search is the same with or without this call."""
-        if self._seeds_ahead is not None:
-            return                                # a round has run: helpers prepare
-        self._seeds_ahead = self._draw_seeds()
-        p = self.params
-        helpers = helpers_for(p, self.num_cores)
-        if not helpers or getattr(self.model, "snapshot", None) is None:
-            return
-        share = math.ceil(max(p.sample_init_min_population,
-                              p.evolutionary_search_population) / (helpers + 1))
-        config = getattr(getattr(self.model, "extractor", None), "config", None)
-        prepare_islands(self.task, helpers, share, self._seeds_ahead[1:], self.num_cores,
-                        p.max_sample_tries_factor, config, self._sketch_steps())
-
-    def _sketch_steps(self):
-        """The sketches as step tuples when custom rules made them (helpers never
-        import the user's rules), else None (helpers make the task's own)."""
-        return None if not self.custom_sketch_rules else tuple(
-            tuple(s.transform_steps) for s in self.generate_sketches())
 
     def _initial_sample(self, n: int, seed: int) -> list:
         """This process's random sample of the round: the one prepared for it, or drawn
