@@ -53,7 +53,7 @@ from ..errors import AutoSchedError
 from ..layout_rewrite import LayoutRewriteOption
 from ..task_inputs import files_for, load_into
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
-from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds, timing_in_progress
+from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 
 _ARRAY_ALIGN = 64
 _REFERENCE_CACHE_SIZE = 4
@@ -363,15 +363,13 @@ class LocalRunner(ProgramRunner):
             raise ValueError(f"LocalRunner.run: {len(inputs)} inputs but "
                              f"{len(build_results)} build results")
         results = []
-        for br in build_results:
+        for inp, br in zip(inputs, build_results):
             if not isinstance(br, BuildResult):
                 raise TypeError(f"LocalRunner.run: expected BuildResult items, got "
                                 f"{type(br).__name__}")
-        with timing_in_progress():     # helpers' idle work waits (workers.work_after_reply)
-            for inp, br in zip(inputs, build_results):
-                results.append(self._run_one(inp, br))
-                if verbose >= 1:
-                    print("*" if results[-1].is_valid else "E", end="", flush=True)
+            results.append(self._run_one(inp, br))
+            if verbose >= 1:
+                print("*" if results[-1].is_valid else "E", end="", flush=True)
         if verbose >= 1 and results:
             print(flush=True)
         self.last_seconds = time.perf_counter() - t0

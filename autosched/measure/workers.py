@@ -38,9 +38,7 @@ Invariants:
   work there);
 - a job may leave work for after its reply (``work_after_reply``): it runs on a
   thread of idle CPU priority (Linux SCHED_IDLE; elsewhere it does not run), which
-  stops at the end of its current piece as soon as the next job arrives, and waits
-  while the tuner times candidates (``timing_in_progress``, an Event every worker
-  gets when it starts): an idle-looking core then belongs to the timed kernel.
+  stops at the end of its current piece as soon as the next job arrives.
 """
 from __future__ import annotations
 
@@ -156,27 +154,6 @@ def _resume_gc() -> None:
 
 
 _AFTER_REPLY: list = []      # in a worker: step() callables the job left for after its reply
-_QUIET: list = []            # [Event]: set by the tuner while it times candidates
-
-
-def _quiet_event():
-    """The tuner's "candidates are being timed" event, shared with every worker it
-    starts (each gets it as a start argument)."""
-    if not _QUIET:
-        _QUIET.append(_CTX.Event())
-    return _QUIET[0]
-
-
-@contextmanager
-def timing_in_progress():
-    """In the tuner: while the block runs (LocalRunner times candidates), the workers'
-    idle work (``work_after_reply``) waits, however idle a core looks."""
-    quiet = _quiet_event()
-    quiet.set()
-    try:
-        yield
-    finally:
-        quiet.clear()
 
 
 def work_after_reply(step) -> bool:
@@ -204,13 +181,9 @@ class _IdleWork(threading.Thread):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         except (AttributeError, OSError):
             return              # no idle priority here: the next job does the work
-        quiet = _QUIET[0] if _QUIET else None
         for step in self.steps:
-            while not self.stop.is_set():
-                if quiet is not None and quiet.is_set():
-                    self.stop.wait(0.005)          # candidates are being timed
-                elif not step():
-                    break
+            while not self.stop.is_set() and step():
+                pass
 
     def finish(self) -> None:
         """Stop after the current piece and wait for it."""
@@ -227,11 +200,9 @@ def _start_idle_work():
     return work
 
 
-def _serve(conn, owner: int | None = None, quiet=None) -> None:
+def _serve(conn, owner: int | None = None) -> None:
     """Worker main loop: receive ``(fn, args)``, send ``("ok", result)`` or an error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if quiet is not None:
-        _QUIET[:] = [quiet]
     _die_with_parent()
     if owner is not None:
         threading.Thread(target=_watch_owner, args=(owner,), daemon=True,
@@ -296,8 +267,7 @@ class _Worker:
 
     def start(self, startup_timeout: float) -> None:
         parent_end, child_end = _CTX.Pipe(duplex=True)
-        self.proc = _CTX.Process(target=_serve, args=(child_end, os.getpid(), _quiet_event()),
-                                 name=self.name,
+        self.proc = _CTX.Process(target=_serve, args=(child_end, os.getpid()), name=self.name,
                                  daemon=True)
         try:
             with _main_hidden():
