@@ -31,7 +31,7 @@ from autosched.measure import (
 )
 from autosched.measure.builder import BuildCutoff, LocalBuilder, default_build_func
 from autosched.measure.runner import LocalRunner, RunCutoff, _arguments
-from autosched.measure.workers import WorkerPool, pause_gc_until_replied, work_after_reply
+from autosched.measure.workers import WorkerPool, pause_gc_until_replied
 from compiler import te
 from compiler.runtime import FuncMeta, ParamMeta, parse_target
 from records import FAILURE_COST, MeasureInputRecord, MeasureResultRecord, Record, load_records
@@ -122,25 +122,6 @@ def raising_job(x):
 
 def gc_pausing_job():
     return pause_gc_until_replied(), gc.isenabled()
-
-
-_IDLE_STEPS: list = []
-
-
-def leave_idle_work(pieces):
-    """A job that leaves ``pieces`` pieces of work for after its reply (0: endless)."""
-    _IDLE_STEPS.clear()
-
-    def piece():
-        _IDLE_STEPS.append(os.sched_getscheduler(0))
-        time.sleep(0.005)
-        return len(_IDLE_STEPS) < pieces or not pieces
-
-    return work_after_reply(piece)
-
-
-def idle_pieces_done():
-    return list(_IDLE_STEPS)
 
 
 @pytest.fixture(scope="module")
@@ -319,51 +300,21 @@ def test_a_job_may_pause_the_collector_until_its_reply_is_sent():
     assert (after.status, after.value) == ("ok", True)     # resumed once the reply went
 
 
-def test_worker_pool_runs_idle_work_while_the_last_job_runs():
-    """``on_idle`` is called in this process, piece after piece, while a worker idles
-    and the slow job still runs, and no longer once the batch is done or it says it
-    has nothing left; a pool with one worker never has such a moment."""
+def test_worker_pool_calls_on_tail_once_while_the_last_job_runs():
+    """The tail hook runs in this process while a worker idles and the slow job still
+    runs; a pool with one worker never has such a moment."""
     calls = []
-
-    def piece():
-        calls.append(time.monotonic() - t0)
-        time.sleep(0.01)
-        return True
-
     with WorkerPool(2, "test-tail") as pool:
-        pool.map(time.sleep, [(0.0,)] * 2, timeout=30)        # both workers ready
         t0 = time.monotonic()
         out = pool.map(time.sleep, [(0.01,), (0.01,), (0.6,), (0.01,)], timeout=30,
-                       on_idle=piece)
+                       on_tail=lambda: calls.append(time.monotonic() - t0))
         total = time.monotonic() - t0
-        assert [o.status for o in out] == ["ok"] * 4
-        assert len(calls) >= 10 and calls[0] < 0.3 and calls[-1] <= total
-        assert total < 0.6 + 0.1           # the batch ends with its last job
-        once = []
-        out = pool.map(time.sleep, [(0.01,), (0.3,)], timeout=30,
-                       on_idle=lambda: once.append(1) and False)
-        assert [o.status for o in out] == ["ok"] * 2 and once == [1]
+    assert [o.status for o in out] == ["ok"] * 4
+    assert len(calls) == 1 and calls[0] < total - 0.3
     with WorkerPool(1, "test-tail-1") as pool:
         out = pool.map(time.sleep, [(0.01,)] * 3, timeout=30,
-                       on_idle=lambda: once.append("one worker"))
-    assert [o.status for o in out] == ["ok"] * 3 and once == [1]
-
-
-def test_a_job_may_leave_work_for_after_its_reply_at_idle_priority():
-    assert work_after_reply(lambda: False) is False          # not in a worker
-    with WorkerPool(1, "test-after-reply") as pool:
-        assert pool.map(leave_idle_work, [(3,)], timeout=30)[0].value is True
-        time.sleep(0.3)
-        done = pool.map(idle_pieces_done, [()], timeout=30)[0].value
-        assert done == [os.SCHED_IDLE] * 3         # all of it, on an idle-priority thread
-        # endless work stops as soon as the next job arrives, and the job runs at once
-        pool.map(leave_idle_work, [(0,)], timeout=30)
-        time.sleep(0.1)
-        t0 = time.monotonic()
-        first = pool.map(idle_pieces_done, [()], timeout=30)[0].value
-        assert time.monotonic() - t0 < 0.5 and len(first) >= 3
-        time.sleep(0.1)
-        assert pool.map(idle_pieces_done, [()], timeout=30)[0].value == first
+                       on_tail=lambda: calls.append("one worker"))
+    assert [o.status for o in out] == ["ok"] * 3 and len(calls) == 1
 
 
 def test_worker_pool_recycles_workers_after_max_jobs():

@@ -12,7 +12,7 @@ import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.cost_model import CostModel, RandomModel, XGBModel
 from autosched.features.extract import FeatureConfig
-from autosched.idle import paused_gc, resume_deferred, resume_owed
+from autosched.gcpause import paused_gc, resume_deferred, resume_owed
 from autosched.measure import (
     LocalBuilder,
     LocalRunner,

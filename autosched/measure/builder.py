@@ -10,8 +10,8 @@ Invariants:
 - the build function runs in the workers, so it must be a module-level function;
 - cut-off (``BuildCutoff``) only shortens the timeout once enough builds of this
   builder succeeded for their median to mean something;
-- the search's deferred garbage collection and offered work (``autosched.idle``) run
-  in the batch's tail, where a worker idles, never before the builds start.
+- a garbage collection the search deferred (``gcpause``) is resumed in the batch's
+  tail, where a worker idles, never before the builds start.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import compiler
 
 from ..checks import check_fields, check_number
 from ..errors import AutoSchedError
-from ..idle import work_in_idle
+from ..gcpause import collect_in_idle
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput, ProgramBuilder
 from .workers import DEFAULT_STARTUP_TIMEOUT, JobOutcome, WorkerPool, check_seconds
 
@@ -168,8 +168,8 @@ class LocalBuilder(ProgramBuilder):
             jobs.append((self.build_func, *blobs[id(inp.task)], inp.state))
         timeout, early = self._timeout()
         # the batch's tail leaves a core idle: the search's deferred garbage collection
-        # and the work it offered run there (autosched.idle)
-        outcomes = self.pool.map(_build_job, jobs, timeout, on_idle=work_in_idle) \
+        # (gcpause) runs there
+        outcomes = self.pool.map(_build_job, jobs, timeout, on_tail=collect_in_idle) \
             if jobs else []
         results = [self._result(o, timeout, early) for o in outcomes]
         self._recent.extend(r.time_cost for r in results

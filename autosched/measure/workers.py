@@ -33,12 +33,8 @@ Invariants:
 - a job may pause the cyclic garbage collector until its reply is sent
   (``pause_gc_until_replied``): the collection of what it left behind then runs after
   the caller has its result, not before;
-- ``map``'s ``on_idle`` runs in the caller's process, a piece at a time, while the
-  batch's last jobs still run and a worker idles (LocalBuilder runs ``autosched.idle``
-  work there);
-- a job may leave work for after its reply (``work_after_reply``): it runs on a
-  thread of idle CPU priority (Linux SCHED_IDLE; elsewhere it does not run), which
-  stops at the end of its current piece as soon as the next job arrives.
+- ``map``'s ``on_tail`` runs in the caller's process while the batch's last jobs still
+  run and a worker idles (LocalBuilder resumes a deferred garbage collection there).
 """
 from __future__ import annotations
 
@@ -153,53 +149,6 @@ def _resume_gc() -> None:
         gc.enable()
 
 
-_AFTER_REPLY: list = []      # in a worker: step() callables the job left for after its reply
-
-
-def work_after_reply(step) -> bool:
-    """In a worker, during a job: once the reply has been sent, call ``step()`` (one
-    small piece of work, True while more is left) on an idle-priority thread until it
-    returns False or the next job arrives, and return True.  Outside a worker do
-    nothing and return False."""
-    if not _IN_WORKER:
-        return False
-    _AFTER_REPLY.append(step)
-    return True
-
-
-class _IdleWork(threading.Thread):
-    """The steps a job left for after its reply, at idle CPU priority: the thread only
-    gets a core that nothing else wants, so it never slows builds or timed runs."""
-
-    def __init__(self, steps: list):
-        super().__init__(daemon=True, name="worker-idle-work")
-        self.steps = steps
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        try:                    # this thread only (pid 0: the calling thread)
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except (AttributeError, OSError):
-            return              # no idle priority here: the next job does the work
-        for step in self.steps:
-            while not self.stop.is_set() and step():
-                pass
-
-    def finish(self) -> None:
-        """Stop after the current piece and wait for it."""
-        self.stop.set()
-        self.join()
-
-
-def _start_idle_work():
-    if not _AFTER_REPLY:
-        return None
-    work = _IdleWork(list(_AFTER_REPLY))
-    _AFTER_REPLY.clear()
-    work.start()
-    return work
-
-
 def _serve(conn, owner: int | None = None) -> None:
     """Worker main loop: receive ``(fn, args)``, send ``("ok", result)`` or an error."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -209,7 +158,6 @@ def _serve(conn, owner: int | None = None) -> None:
                          name="owner-watch").start()
     _IN_WORKER.append(True)
     conn.send(("ready", os.getpid()))
-    idle = None
     while True:
         try:
             msg = conn.recv()
@@ -218,9 +166,6 @@ def _serve(conn, owner: int | None = None) -> None:
         except Exception as e:            # the message arrived whole but did not unpickle
             conn.send(("error", f"worker could not unpickle the job: {type(e).__name__}: {e}"))
             continue
-        if idle is not None:              # the job comes first: idle work stops
-            idle.finish()
-            idle = None
         if msg is None:
             return
         fn, args = msg
@@ -236,7 +181,6 @@ def _serve(conn, owner: int | None = None) -> None:
             conn.send(("error", f"job result could not be sent back: {type(e).__name__}: {e}"))
         finally:
             _resume_gc()
-        idle = _start_idle_work()
 
 
 def describe_exit(exitcode) -> str:
@@ -355,19 +299,18 @@ class WorkerPool:
                 w.start(self.startup_timeout)
                 self.starts += 1
 
-    def map(self, fn, jobs, timeout: float, on_idle=None) -> list:
+    def map(self, fn, jobs, timeout: float, on_tail=None) -> list:
         """Run ``fn(*args)`` for each args tuple of ``jobs``; a JobOutcome per job, in order.
-        ``on_idle()``, if given, is called in this process over and over while the batch
-        is in its tail -- a worker idles with no job left to give it while another still
-        works; never when there is no such moment, e.g. with one worker -- until it
-        returns False; the workers are polled between calls."""
+        ``on_tail()``, if given, is called once, in this process, when the batch reaches
+        its tail: a worker is idle with no job left to give it while another still works
+        (never when there is no such moment, e.g. with one worker)."""
         timeout = check_seconds(timeout, "WorkerPool.map timeout")
         jobs = list(jobs)
         outcomes = [None] * len(jobs)
         pending = collections.deque(range(len(jobs)))
         return self._drive(pending, outcomes,
                            lambda: self._dispatch(fn, jobs, pending, outcomes, timeout),
-                           on_idle)
+                           on_tail)
 
     def map_each(self, fn, args: tuple, timeout: float) -> list:
         """Run ``fn(*args)`` once in every worker (e.g. to import what later jobs
@@ -379,18 +322,18 @@ class WorkerPool:
         return self._drive(pending, outcomes,
                            lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
 
-    def _drive(self, pending, outcomes, dispatch, on_idle=None) -> list:
+    def _drive(self, pending, outcomes, dispatch, on_tail=None) -> list:
         """Dispatch and collect until no job is pending or running; on any exception
         (Ctrl-C included) the busy workers are killed before it propagates."""
         self.start()
         try:
             while pending or any(w.state == "busy" for w in self._workers):
                 dispatch()
-                in_tail = on_idle is not None and not pending and \
-                    any(w.state == "idle" for w in self._workers)
-                if in_tail and not on_idle():
-                    on_idle = None
-                self._wait_and_collect(outcomes, block=not in_tail)
+                if on_tail is not None and not pending and \
+                        any(w.state == "idle" for w in self._workers):
+                    on_tail, tail = None, on_tail
+                    tail()
+                self._wait_and_collect(outcomes)
         except BaseException:
             for w in self._workers:
                 if w.state == "busy":
@@ -424,15 +367,12 @@ class WorkerPool:
                     pending.appendleft(job)
                     self._restart(w)
 
-    def _wait_and_collect(self, outcomes, block: bool = True) -> None:
-        """Collect what the busy workers have finished: wait for the first one (up to
-        the nearest deadline), or with ``block=False`` only poll."""
+    def _wait_and_collect(self, outcomes) -> None:
         active = [w for w in self._workers if w.state in ("busy", "starting")]
         if not active:
             return
         waitables = [w.conn for w in active] + [w.proc.sentinel for w in active]
-        wait_s = max(0.0, min(w.deadline for w in active) - time.monotonic()) if block \
-            else 0.0
+        wait_s = max(0.0, min(w.deadline for w in active) - time.monotonic())
         ready = set(multiprocessing.connection.wait(waitables, timeout=wait_s))
         for w in active:
             if w.conn not in ready and w.proc.sentinel not in ready:

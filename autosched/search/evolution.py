@@ -59,22 +59,10 @@ class SearchParams:
 def sample_population(sketches, n: int, rng, num_cores: int, tries_factor: int) -> list:
     """Up to ``n`` distinct random concrete states of the sketches."""
     out: list = []
-    for _ in sample_steps(sketches, n, rng, num_cores, tries_factor, out):
-        pass
-    return out
-
-
-def sample_steps(sketches, n: int, rng, num_cores: int, tries_factor: int, out: list,
-                 chunk: int = 64):
-    """``sample_population`` as a generator that appends to ``out`` and yields after
-    every ``chunk`` tries, so it can be run a piece at a time (search.prep); run to its
-    end, ``out`` is ``sample_population``'s list."""
-    keys = {str(st) for st in out}
+    keys: set = set()
     tries = 0
     while len(out) < n and tries < n * tries_factor:
         tries += 1
-        if tries % chunk == 0:
-            yield
         try:
             st = sample_state(rng.choice(sketches), rng, num_cores)
         except InvalidStepError:
@@ -85,6 +73,7 @@ def sample_steps(sketches, n: int, rng, num_cores: int, tries_factor: int, out: 
         if key not in keys:
             keys.add(key)
             out.append(st)
+    return out
 
 
 def evolve(model, task, population: list, n_out: int, p: SearchParams, rng,

@@ -25,11 +25,6 @@ Invariants:
   feature memo every round, and the helper swaps in its own, whose states (of the same
   DAG objects, the kept task's) recur from round to round -- the tuner's model keeps
   its memo, and a cold one made the helper's island ~10% slower than the tuner's;
-- each island's random sample comes from its own seed, drawn by the tuner a round
-  ahead: after replying, a helper prepares its next round's sample (and its features)
-  on an idle-priority thread (``prep.PreparedSample``, ``workers.work_after_reply``),
-  and the next island job takes it, or draws the same states itself if it is not
-  there (the sample depends on the seed alone, so the timing never changes a search);
 - ``warm_helpers`` imports what a model's snapshot will need (xgboost) in the helpers
   while the tuner trains that model, instead of inside the next island job, where the
   tuner's own island would wait for it.  A helper imports xgboost without its
@@ -50,16 +45,10 @@ import random
 import sys
 import threading
 
-from ..idle import paused_gc
-from ..measure.workers import (
-    WorkerError,
-    WorkerPool,
-    pause_gc_until_replied,
-    work_after_reply,
-)
+from ..gcpause import paused_gc
+from ..measure.workers import WorkerError, WorkerPool, pause_gc_until_replied
 from .evolution import SearchParams, evolve, sample_population
 from .mutation_rules import replay
-from .prep import PreparedSample
 from .sketch_rules import generate_sketches
 
 ISLAND_TIMEOUT = 600.0      # seconds for one island's search (a round takes seconds)
@@ -71,8 +60,6 @@ _SKETCHES: dict = {}        # in a helper: (workload key, target) -> (task, sket
 _EXTRACTORS: dict = {}      # in a helper: feature config -> FeatureExtractor (its memo)
 _START_FAILED: list = []    # the reason, once helpers could not be started
 _WARMED: set = set()        # (pool size, module) already imported by every helper
-_PREPARED: dict = {}        # in a helper: (sketch key, n, seed) -> PreparedSample
-_PREPARED_KEPT = 4
 
 
 def helpers_for(p: SearchParams, num_cores: int) -> int:
@@ -140,30 +127,23 @@ def warm_helpers(n_helpers: int, modules) -> threading.Thread | None:
     return thread
 
 
-def run_island_job(seeds: tuple, payload: bytes) -> list:
+def run_island_job(seed: int, payload: bytes) -> list:
     """A helper's entry point: the round's shared arguments were pickled once, by the
-    tuner's thread; only the island's seeds (evolution, this round's sample, the next
-    round's sample) differ between helpers.  The collector stays paused until the reply
-    is sent: the collection of the round's survivors (10-60 ms) then runs while the
-    tuner merges, not before it gets the islands' results.  The next round's sample is
-    prepared after the reply, on an idle-priority thread (``work_after_reply``)."""
+    tuner's thread; only the island's seed differs between helpers.  The collector stays
+    paused until the reply is sent: the collection of the round's survivors (10-60 ms)
+    then runs while the tuner merges, not before it gets the islands' results."""
     with contextlib.nullcontext() if pause_gc_until_replied() else paused_gc():
         task, model, params, n_init, seed_steps, measured, n_out, num_cores, sketch_steps = \
             pickle.loads(payload)
-        seed, sample_seed, next_seed = seeds
-        out = run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
-                         num_cores, sketch_steps, sample_seed)
-        if next_seed is not None:
-            prep = _prepare(task, num_cores, sketch_steps, n_init, next_seed,
-                            params.max_sample_tries_factor, model)
-            if not work_after_reply(prep.step):
-                _PREPARED.pop(prep.key + (n_init, next_seed), None)    # not in a helper
-        return out
+        return run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
+                          num_cores, sketch_steps)
 
 
-def _sketches(task, num_cores, sketch_steps) -> tuple:
-    """(sketch key, the kept task, its sketches): the task's own sketches, generated
-    here once, or replayed from ``sketch_steps`` (the tuner's, made with custom rules)."""
+def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
+               num_cores, sketch_steps=None) -> list:
+    """One island's search in a helper: [(score, steps)] of its ``n_out`` best.  The
+    sketches are the task's own, generated here once, or replayed from ``sketch_steps``
+    (the tuner's sketches, made with custom rules)."""
     key = (task.workload_key, str(task.target), sketch_steps)
     if key not in _SKETCHES:
         if sketch_steps is None:
@@ -171,38 +151,11 @@ def _sketches(task, num_cores, sketch_steps) -> tuple:
         else:
             sketches = [task.compute_dag.state_from_steps(steps) for steps in sketch_steps]
         _SKETCHES[key] = (task, sketches)
-    return (key, *_SKETCHES[key])
-
-
-def _prepare(task, num_cores, sketch_steps, n, seed, tries_factor, model):
-    """A PreparedSample of ``n`` states from ``seed``, kept for the round that asks for
-    it (the last few are kept: a task scheduler's next round may be another task's)."""
-    key, task, sketches = _sketches(task, num_cores, sketch_steps)
-    ext = getattr(model, "extractor", None)
-    config = getattr(ext, "config", None)
-    ext = None if config is None else _EXTRACTORS.setdefault(config, ext)
-    prep = PreparedSample(key, sketches, n, seed, num_cores, tries_factor, ext)
-    _PREPARED[key + (n, seed)] = prep
-    while len(_PREPARED) > _PREPARED_KEPT:
-        _PREPARED.pop(next(iter(_PREPARED)))
-    return prep
-
-
-def run_island(task, model, params, seed, n_init, seed_steps, measured, n_out,
-               num_cores, sketch_steps=None, sample_seed=None) -> list:
-    """One island's search in a helper: [(score, steps)] of its ``n_out`` best.  Its
-    random sample is drawn from ``sample_seed`` (prepared after the previous round's
-    reply when that asked for it; None: from the evolution's generator)."""
-    key, task, sketches = _sketches(task, num_cores, sketch_steps)
+    task, sketches = _SKETCHES[key]
     _keep_feature_memo(model)
     rng = random.Random(seed)
-    if sample_seed is None:
-        population = sample_population(sketches, n_init, rng, num_cores,
-                                       params.max_sample_tries_factor)
-    else:
-        prep = _PREPARED.pop(key + (n_init, sample_seed), None) or PreparedSample(
-            key, sketches, n_init, sample_seed, num_cores, params.max_sample_tries_factor)
-        population = prep.population()
+    population = sample_population(sketches, n_init, rng, num_cores,
+                                   params.max_sample_tries_factor)
     for steps in seed_steps:
         st = replay(task.compute_dag, steps)
         if st is not None:
@@ -262,15 +215,12 @@ class IslandRun:
 
 def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: int,
                   n_init: int, measured, n_out: int, num_cores: int, rng,
-                  sketch_steps=None, sample_seeds=None) -> IslandRun:
-    """Start ``n_helpers`` islands of ``task``; their evolution seeds are drawn from
-    ``rng``; ``sample_seeds``: per helper, (this round's, the next round's) sample seed
-    (None: the sample comes from the evolution's generator, none is prepared);
+                  sketch_steps=None) -> IslandRun:
+    """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``;
     ``sketch_steps``: the sketches to use as step tuples (None: the task's own)."""
     seed_steps = [tuple(st.transform_steps) for st in seeds]
     measured = frozenset(measured)
-    seeds_drawn = [(rng.randrange(2 ** 31), *(
-        (None, None) if sample_seeds is None else sample_seeds[i])) for i in range(n_helpers)]
+    seeds_drawn = [rng.randrange(2 ** 31) for _ in range(n_helpers)]
     try:
         payload = pickle.dumps((task, snapshot, params, n_init, seed_steps, measured, n_out,
                                 num_cores, sketch_steps))

@@ -14,13 +14,10 @@ The evolutionary search runs as islands (islands.py) when the population is larg
 the cost model can be shipped (``snapshot()``): this process evolves its share while
 helper processes evolve theirs, and the best of all islands are merged.
 
-Every island's random sample of a round comes from a seed drawn a round ahead, so the
-next round's sample can be prepared while this round's candidates build: this
-process's is offered to the builds' idle tail (``autosched.idle``, ``prep``), the
-helpers prepare theirs after replying.  A round (``continue_search_one_round``) also
-searches with the cyclic garbage collector paused and leaves it paused: LocalBuilder
-resumes it, and runs the collection of the search's survivors, in that tail too; the
-round resumes it itself after measuring if the builder did not.
+A round (``continue_search_one_round``) searches with the cyclic garbage collector
+paused and leaves it paused: LocalBuilder resumes it, and runs the collection of the
+search's survivors, in its batch's tail, where a core idles (``gcpause``); the round
+resumes it itself after measuring if the builder did not.
 """
 from __future__ import annotations
 
@@ -32,13 +29,12 @@ from dataclasses import replace
 
 from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
-from ..idle import offer, paused_gc, resume_deferred, withdraw
+from ..gcpause import paused_gc, resume_deferred
 from ..measure.measurer import MeasureInput
 from ..state import State
 from .evolution import SearchParams, evolve, next_generation, sample_population
-from .islands import MAX_HELPERS, helpers_for, start_islands, warm_helpers
+from .islands import helpers_for, start_islands, warm_helpers
 from .mutation_rules import replay
-from .prep import PreparedSample
 from .sketch_rules import generate_sketches
 
 __all__ = ["SearchParams", "SketchPolicy", "EmptyPolicy"]
@@ -100,8 +96,6 @@ class SketchPolicy(_Policy):
         self._sketches: list | None = None
         self._default_pending = self.params.seed_default_schedule
         self._in_round = False      # in continue_search_one_round: pick_states defers GC
-        self._seeds_ahead: list | None = None     # the next round's sample seeds
-        self._prep: PreparedSample | None = None  # the next round's sample, offered
         self.custom_sketch_rules: list = []   # PreloadCustomSketchRule callbacks add them
         self._run_init_callbacks(init_search_callbacks)
 
@@ -151,10 +145,8 @@ class SketchPolicy(_Policy):
         share = math.ceil(n_init / k)
         seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
         seeds = seeds[:int(p.use_measured_ratio * share) + 1] + extra
-        now, ahead = self._sample_seeds()
         if snapshot is None:
-            init = self._initial_sample(n_init, now[0])
-            self._prepare_next(n_init, ahead[0])
+            init = self.sample_initial_population(n_init)
             return init, self.evolutionary_search(init + seeds, n_out)
         island = replace(p, evolutionary_search_population=max(
             1, p.evolutionary_search_population // k))
@@ -164,9 +156,8 @@ class SketchPolicy(_Policy):
             tuple(s.transform_steps) for s in self.generate_sketches())
         run = start_islands(self.task, snapshot, island, seeds, helpers, share,
                             self.measured_keys, n_out, self.num_cores, self.rng,
-                            sketch_steps, list(zip(now[1:], ahead[1:])))
-        init = self._initial_sample(share, now[0])
-        self._prepare_next(share, ahead[0])
+                            sketch_steps)
+        init = self.sample_initial_population(share)
         scored = self._evolve(init + seeds, n_out, island)
         done, failed = run.results()
         for msg in failed:
@@ -174,38 +165,6 @@ class SketchPolicy(_Policy):
                           f"{self.task.desc or self.task.workload_key!r} failed "
                           f"({msg}); this round uses the other islands", stacklevel=3)
         return init, self._merge(scored, done, n_out)
-
-    def _sample_seeds(self) -> tuple:
-        """(this round's, the next round's) random-sample seed of every island, this
-        process's first: drawn a round ahead, so the next round's samples can be
-        prepared while this round's candidates build (search.prep)."""
-        def draw():
-            return [self.rng.randrange(2 ** 31) for _ in range(1 + MAX_HELPERS)]
-        now = self._seeds_ahead or draw()
-        self._seeds_ahead = draw()
-        return now, self._seeds_ahead
-
-    def _initial_sample(self, n: int, seed: int) -> list:
-        """This process's random sample of the round: the one prepared for it, or drawn
-        now (the same states either way)."""
-        prep, self._prep = self._prep, None
-        if prep is not None:
-            withdraw(prep.step)
-        if prep is None or not prep.matches(id(self), n, seed):
-            prep = PreparedSample(id(self), self.generate_sketches(), n, seed,
-                                  self.num_cores, self.params.max_sample_tries_factor)
-        return prep.population()
-
-    def _prepare_next(self, n: int, seed: int) -> None:
-        """Offer the next round's sample (and its features, into the model's memo) to
-        the builds' idle tail (autosched.idle)."""
-        ext = getattr(self.model, "extractor", None)
-        if not callable(getattr(ext, "featurize_many", None)):
-            ext = None
-        self._prep = PreparedSample(id(self), self.generate_sketches(), n, seed,
-                                    self.num_cores, self.params.max_sample_tries_factor,
-                                    ext)
-        offer(self._prep.step)
 
     def _merge(self, scored: list, remote: list, n_out: int) -> list:
         """The ``n_out`` best of every island's (score, state); a helper's steps are
@@ -233,7 +192,7 @@ class SketchPolicy(_Policy):
     def pick_states(self, num: int) -> list:
         """The ``num`` states to measure next, searched with the cyclic collector paused.
         Within ``continue_search_one_round`` it stays paused for the measurement's build
-        tail to resume (``idle``)."""
+        tail to resume (``gcpause``)."""
         t0 = time.perf_counter()
         with paused_gc(defer=self._in_round):
             picks = self._pick_states(num)
