@@ -300,23 +300,6 @@ def test_a_job_may_pause_the_collector_until_its_reply_is_sent():
     assert (after.status, after.value) == ("ok", True)     # resumed once the reply went
 
 
-def test_worker_pool_calls_on_tail_once_while_the_last_job_runs():
-    """The tail hook runs in this process while a worker idles and the slow job still
-    runs; a pool with one worker never has such a moment."""
-    calls = []
-    with WorkerPool(2, "test-tail") as pool:
-        t0 = time.monotonic()
-        out = pool.map(time.sleep, [(0.01,), (0.01,), (0.6,), (0.01,)], timeout=30,
-                       on_tail=lambda: calls.append(time.monotonic() - t0))
-        total = time.monotonic() - t0
-    assert [o.status for o in out] == ["ok"] * 4
-    assert len(calls) == 1 and calls[0] < total - 0.3
-    with WorkerPool(1, "test-tail-1") as pool:
-        out = pool.map(time.sleep, [(0.01,)] * 3, timeout=30,
-                       on_tail=lambda: calls.append("one worker"))
-    assert [o.status for o in out] == ["ok"] * 3 and len(calls) == 1
-
-
 def test_worker_pool_recycles_workers_after_max_jobs():
     with WorkerPool(1, "test-recycle", max_jobs_per_worker=2) as pool:
         pids = [o.value for o in pool.map(os.getpid, [()] * 5, timeout=30)]

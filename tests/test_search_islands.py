@@ -12,16 +12,9 @@ import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.cost_model import CostModel, RandomModel, XGBModel
 from autosched.features.extract import FeatureConfig
-from autosched.gcpause import paused_gc, resume_deferred, resume_owed
-from autosched.measure import (
-    LocalBuilder,
-    LocalRunner,
-    MeasureInput,
-    MeasureResult,
-    ProgramMeasurer,
-)
+from autosched.measure import MeasureInput, MeasureResult
 from autosched.search import islands
-from autosched.search.evolution import SearchParams
+from autosched.search.evolution import SearchParams, paused_gc
 from autosched.search.mutation_rules import replay
 
 # a population large enough for islands (the threshold is lowered to it), kept small
@@ -325,58 +318,3 @@ def test_the_search_runs_with_the_cyclic_collector_paused():
         assert not gc.isenabled()          # the caller's choice is kept
     finally:
         gc.enable()
-
-
-def test_a_deferred_pause_owes_one_resume():
-    assert gc.isenabled() and not resume_owed()
-    try:
-        with paused_gc(defer=True):
-            with paused_gc():
-                pass
-            assert not gc.isenabled()
-        assert not gc.isenabled() and resume_owed()     # still paused, a resume owed
-        assert resume_deferred() is True and gc.isenabled() and not resume_owed()
-        assert resume_deferred() is False and gc.isenabled()     # paid once
-        gc.disable()
-        with paused_gc(defer=True):
-            pass
-        assert not resume_owed() and not gc.isenabled()  # the caller's choice is kept
-    finally:
-        gc.enable()
-        resume_deferred()
-
-
-class _GcBuilder(LocalBuilder):
-    """Records whether the collector was paused when the build started and when the
-    batch's tail came."""
-
-    def build(self, inputs, verbose=0):
-        self.at_start = gc.isenabled(), resume_owed()
-        if getattr(self, "fail", False):
-            raise KeyboardInterrupt
-        return super().build(inputs, verbose)
-
-
-class _GcRunner(LocalRunner):
-    def run(self, inputs, build_results, verbose=0):
-        self.at_run = gc.isenabled(), resume_owed()
-        return super().run(inputs, build_results, verbose)
-
-
-def test_a_round_resumes_the_collector_in_the_build_tail_or_after_measuring():
-    task = _task()
-    policy = auto.SketchPolicy(task, params=SearchParams(
-        evolutionary_search_population=32, evolutionary_search_num_iters=1,
-        sample_init_min_population=16), seed=0, verbose=0)
-    with _GcBuilder(n_parallel=2) as builder, _GcRunner(number=1, repeat=1) as runner:
-        measurer = ProgramMeasurer(builder, runner, [], verbose=0)
-        inputs, results = policy.continue_search_one_round(3, measurer)
-        assert len(inputs) == 3 and all(r.error_no == 0 for r in results)
-        # paused from the search into the builds; resumed in their tail, before the runs
-        assert builder.at_start == (False, True) and runner.at_run == (True, False)
-        assert gc.isenabled() and not resume_owed()
-        builder.fail = True
-        with pytest.raises(KeyboardInterrupt):
-            policy.continue_search_one_round(1, measurer)
-        assert builder.at_start == (False, True)
-        assert gc.isenabled() and not resume_owed()      # paid when the round failed

@@ -9,9 +9,7 @@ Invariants:
   anything else (e.g. a build_func the worker cannot import) UNKNOWN_ERROR (8);
 - the build function runs in the workers, so it must be a module-level function;
 - cut-off (``BuildCutoff``) only shortens the timeout once enough builds of this
-  builder succeeded for their median to mean something;
-- a garbage collection the search deferred (``gcpause``) is resumed in the batch's
-  tail, where a worker idles, never before the builds start.
+  builder succeeded for their median to mean something.
 """
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ import compiler
 
 from ..checks import check_fields, check_number
 from ..errors import AutoSchedError
-from ..gcpause import collect_in_idle
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureInput, ProgramBuilder
 from .workers import DEFAULT_STARTUP_TIMEOUT, JobOutcome, WorkerPool, check_seconds
 
@@ -167,10 +164,7 @@ class LocalBuilder(ProgramBuilder):
                 blobs[id(inp.task)] = _pickle_task(inp.task)
             jobs.append((self.build_func, *blobs[id(inp.task)], inp.state))
         timeout, early = self._timeout()
-        # the batch's tail leaves a core idle: the search's deferred garbage collection
-        # (gcpause) runs there
-        outcomes = self.pool.map(_build_job, jobs, timeout, on_tail=collect_in_idle) \
-            if jobs else []
+        outcomes = self.pool.map(_build_job, jobs, timeout) if jobs else []
         results = [self._result(o, timeout, early) for o in outcomes]
         self._recent.extend(r.time_cost for r in results
                             if r.error_no == MeasureErrorNo.NO_ERROR)

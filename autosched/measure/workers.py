@@ -32,9 +32,7 @@ Invariants:
   compile); outcomes come back in job order;
 - a job may pause the cyclic garbage collector until its reply is sent
   (``pause_gc_until_replied``): the collection of what it left behind then runs after
-  the caller has its result, not before;
-- ``map``'s ``on_tail`` runs in the caller's process while the batch's last jobs still
-  run and a worker idles (LocalBuilder resumes a deferred garbage collection there).
+  the caller has its result, not before.
 """
 from __future__ import annotations
 
@@ -299,18 +297,14 @@ class WorkerPool:
                 w.start(self.startup_timeout)
                 self.starts += 1
 
-    def map(self, fn, jobs, timeout: float, on_tail=None) -> list:
-        """Run ``fn(*args)`` for each args tuple of ``jobs``; a JobOutcome per job, in order.
-        ``on_tail()``, if given, is called once, in this process, when the batch reaches
-        its tail: a worker is idle with no job left to give it while another still works
-        (never when there is no such moment, e.g. with one worker)."""
+    def map(self, fn, jobs, timeout: float) -> list:
+        """Run ``fn(*args)`` for each args tuple of ``jobs``; a JobOutcome per job, in order."""
         timeout = check_seconds(timeout, "WorkerPool.map timeout")
         jobs = list(jobs)
         outcomes = [None] * len(jobs)
         pending = collections.deque(range(len(jobs)))
         return self._drive(pending, outcomes,
-                           lambda: self._dispatch(fn, jobs, pending, outcomes, timeout),
-                           on_tail)
+                           lambda: self._dispatch(fn, jobs, pending, outcomes, timeout))
 
     def map_each(self, fn, args: tuple, timeout: float) -> list:
         """Run ``fn(*args)`` once in every worker (e.g. to import what later jobs
@@ -322,17 +316,13 @@ class WorkerPool:
         return self._drive(pending, outcomes,
                            lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
 
-    def _drive(self, pending, outcomes, dispatch, on_tail=None) -> list:
+    def _drive(self, pending, outcomes, dispatch) -> list:
         """Dispatch and collect until no job is pending or running; on any exception
         (Ctrl-C included) the busy workers are killed before it propagates."""
         self.start()
         try:
             while pending or any(w.state == "busy" for w in self._workers):
                 dispatch()
-                if on_tail is not None and not pending and \
-                        any(w.state == "idle" for w in self._workers):
-                    on_tail, tail = None, on_tail
-                    tail()
                 self._wait_and_collect(outcomes)
         except BaseException:
             for w in self._workers:

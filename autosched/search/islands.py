@@ -45,9 +45,8 @@ import random
 import sys
 import threading
 
-from ..gcpause import paused_gc
 from ..measure.workers import WorkerError, WorkerPool, pause_gc_until_replied
-from .evolution import SearchParams, evolve, sample_population
+from .evolution import SearchParams, evolve, paused_gc, sample_population
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 

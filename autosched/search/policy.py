@@ -13,11 +13,6 @@ and run) is accumulated in ``search_seconds`` so the tuner can report its overhe
 The evolutionary search runs as islands (islands.py) when the population is large and
 the cost model can be shipped (``snapshot()``): this process evolves its share while
 helper processes evolve theirs, and the best of all islands are merged.
-
-A round (``continue_search_one_round``) searches with the cyclic garbage collector
-paused and leaves it paused: LocalBuilder resumes it, and runs the collection of the
-search's survivors, in its batch's tail, where a core idles (``gcpause``); the round
-resumes it itself after measuring if the builder did not.
 """
 from __future__ import annotations
 
@@ -29,10 +24,9 @@ from dataclasses import replace
 
 from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
-from ..gcpause import paused_gc, resume_deferred
 from ..measure.measurer import MeasureInput
 from ..state import State
-from .evolution import SearchParams, evolve, next_generation, sample_population
+from .evolution import SearchParams, evolve, next_generation, paused_gc, sample_population
 from .islands import helpers_for, start_islands, warm_helpers
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
@@ -95,7 +89,6 @@ class SketchPolicy(_Policy):
         self.num_cores = task.hardware_params.num_cores
         self._sketches: list | None = None
         self._default_pending = self.params.seed_default_schedule
-        self._in_round = False      # in continue_search_one_round: pick_states defers GC
         self.custom_sketch_rules: list = []   # PreloadCustomSketchRule callbacks add them
         self._run_init_callbacks(init_search_callbacks)
 
@@ -190,11 +183,8 @@ class SketchPolicy(_Policy):
 
     # ------------------------------------------------------------------ rounds
     def pick_states(self, num: int) -> list:
-        """The ``num`` states to measure next, searched with the cyclic collector paused.
-        Within ``continue_search_one_round`` it stays paused for the measurement's build
-        tail to resume (``gcpause``)."""
         t0 = time.perf_counter()
-        with paused_gc(defer=self._in_round):
+        with paused_gc():
             picks = self._pick_states(num)
         self.search_seconds += time.perf_counter() - t0
         return picks
@@ -246,15 +236,9 @@ class SketchPolicy(_Policy):
         self.search_seconds += time.perf_counter() - t0
 
     def continue_search_one_round(self, num_measure: int, measurer):
-        self._in_round = True
-        try:
-            states = self.pick_states(num_measure)
-            self._in_round = False
-            inputs = [MeasureInput(self.task, st) for st in states]
-            results = measurer.measure(self.task, self, inputs) if inputs else []
-        finally:
-            self._in_round = False
-            resume_deferred()     # a no-op once LocalBuilder resumed it in its tail
+        states = self.pick_states(num_measure)
+        inputs = [MeasureInput(self.task, st) for st in states]
+        results = measurer.measure(self.task, self, inputs) if inputs else []
         self.record_measured(inputs, results)
         return inputs, results
 
