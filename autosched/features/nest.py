@@ -264,12 +264,12 @@ def mirror_stage(state, fs: int, check_splits: bool = False) -> list | None:
     else:
         lv = _root_leaves(state.stages[fs].op)
     steps = state.transform_steps
+    out: list | None = lv
     for i in own[fs]:
-        nxt = _mirror_step(steps[i], steps, lv, check_splits)
-        if nxt is None:
+        out = _mirror_step(steps[i], steps, out, check_splits)
+        if out is None:
             return None
-        lv = nxt
-    return lv
+    return out
 
 
 def leaf_extent(atoms) -> int:
