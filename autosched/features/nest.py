@@ -264,12 +264,11 @@ def mirror_stage(state, fs: int, check_splits: bool = False) -> list | None:
     else:
         lv = _root_leaves(state.stages[fs].op)
     steps = state.transform_steps
-    out: list | None = lv
     for i in own[fs]:
-        out = _mirror_step(steps[i], steps, out, check_splits)
-        if out is None:
+        lv = _mirror_step(steps[i], steps, lv, check_splits)
+        if lv is None:
             return None
-    return out
+    return lv
 
 
 def leaf_extent(atoms) -> int:
