@@ -11,22 +11,14 @@ import pytest
 
 import autosched as auto
 from autosched import catalog
-from autosched import state as S
 from autosched.errors import InvalidStepError
 from autosched.features.extract import featurize_raw
-from autosched.features.nest import (
-    _nest_plan,
-    leaves_agree,
-    leaves_of,
-    mirror_leaves,
-    mirror_stage,
-    stage_plan,
-)
+from autosched.features.nest import _nest_plan, leaves_agree, leaves_of
 from autosched.loop_state import LoopState
 from autosched.search import init_rules, mutation_rules
 from autosched.search.init_rules import location_candidates
 from autosched.search.mutation_rules import mutate_compute_location, mutate_tile_size, replay
-from autosched.search.retile import _last_dataflow_step, retiled
+from autosched.search.retile import retiled
 from autosched.steps import registry as ST
 from autosched.steps.compute import scope_violation
 from autosched.steps.registry import apply_step
@@ -95,34 +87,6 @@ def _structure_facts(st) -> tuple:
     if mutate_tile_size(st, random.Random(0)) is not None:
         splits = tuple(st.struct_memo()["tile_splits"])
     return scope_violation(st), _nest_plan(st), splits
-
-
-@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
-                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
-def test_one_stage_mirrored_alone_is_that_stage_of_the_whole_mirror(name):
-    """``mirror_stage`` (a stage's leaves from its own steps) equals ``mirror_leaves``
-    for every stage of sampled and mutated states, with dataflow steps (cache reads
-    and writes, rfactor) before their splits; and so does the split check."""
-    states = [c for _, c in _tile_children(name, n_states=20, generations=1)]
-    states += auto.SketchPolicy(_task(name), seed=1, verbose=0).sample_initial_population(20)
-    for st in states:
-        whole = mirror_leaves(st)
-        assert [mirror_stage(st, fs) for fs in range(len(st.stages))] == whole
-    st = states[0]
-    mutate_tile_size(st, random.Random(0))
-    after = [k for k in st.struct_memo().get("tile_splits", ())
-             if k > _last_dataflow_step(st)]           # the splits retile may change
-    assert after or name == "softmax"                  # softmax: split before rfactor
-    for k in after[-1:]:               # a split whose recorded extent is wrong
-        steps = list(st.transform_steps)
-        sp = steps[k]
-        steps[k] = ST.SplitStep(sp.stage_id, sp.iter_id, sp.extent + 1, sp.lengths,
-                                sp.inner_to_outer)
-        bad = S.State(st.dag, st.stages, st.attach_map, steps, True, st.dataflow_key)
-        bad._struct = st.struct_memo()
-        fs = stage_plan(st)[0][k]
-        assert mirror_leaves(bad, check_splits=True) is None
-        assert mirror_stage(bad, fs, check_splits=True) is None
 
 
 @pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",

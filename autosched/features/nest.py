@@ -25,9 +25,7 @@ Model (an approximation of ``compiler.schedule.bound``):
 
 The mirrored leaves are memoized on the State (``leaves_of``; a state that
 ``search.retile`` built arrives with them), and ``leaves_agree`` says whether they match
-the State's iterators, which is when ``search.retile`` may build on them.  One stage's
-leaves can be mirrored alone (``mirror_stage``, from the steps ``stage_plan`` assigns to
-it): a re-tiled state differs from its parent in the stages its changed splits touch.
+the State's iterators, which is when ``search.retile`` may build on them.
 
 Invariants: extents are actual (bound-inferred) extents; ``span[l, r]`` is how far loop
 ``l`` moves root ``r`` over its whole range (>= 0), ``step[l, r]`` how far one iteration
@@ -180,11 +178,18 @@ def mirror_leaves(state, check_splits: bool = False) -> list | None:
     ids, nxt = list(range(len(ops))), len(ops)
     for step in steps:
         t = type(step)
-        if t in _LOOP_STEPS:
-            lv = _mirror_step(step, steps, leaves[step.stage_id], check_splits)
-            if lv is None:
+        if t is SplitStep or t is FollowSplitStep or t is FollowFusedSplitStep:
+            lv, iid = leaves[step.stage_id], step.iter_id
+            if check_splits and t is SplitStep and step.extent is not None and \
+                    step.extent != leaf_extent(lv[iid]):
                 return None
-            leaves[step.stage_id] = lv
+            lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
+        elif t is FuseStep:
+            lv, ids_ = leaves[step.stage_id], step.fused_ids
+            lv[ids_[0]:ids_[-1] + 1] = [_fused(tuple([lv[i] for i in ids_]))]
+        elif t is ReorderStep:
+            lv = leaves[step.stage_id]
+            leaves[step.stage_id] = [lv[i] for i in step.after_ids]
         elif t is CacheReadStep or t is CacheWriteStep or t is RfactorStep:
             at = step.stage_id + 1 if t is CacheReadStep else step.stage_id
             ids.insert(at, nxt)
@@ -193,82 +198,6 @@ def mirror_leaves(state, check_splits: bool = False) -> list | None:
             if t is not CacheReadStep:
                 leaves[at + 1] = _root_leaves(stages[final[ids[at + 1]]].op)
     return leaves
-
-
-_LOOP_STEPS = frozenset((SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep,
-                         ReorderStep))
-
-
-def _mirror_step(step, steps, lv: list, check_splits: bool) -> list | None:
-    """A stage's leaves after one split / fuse / reorder step (``lv`` may be changed
-    in place); None when ``check_splits`` and a split's recorded extent is wrong."""
-    t = type(step)
-    if t is FuseStep:
-        ids_ = step.fused_ids
-        lv[ids_[0]:ids_[-1] + 1] = [_fused(tuple([lv[i] for i in ids_]))]
-    elif t is ReorderStep:
-        lv = [lv[i] for i in step.after_ids]
-    else:
-        iid = step.iter_id
-        if check_splits and t is SplitStep and step.extent is not None and \
-                step.extent != leaf_extent(lv[iid]):
-            return None
-        lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
-    return lv
-
-
-def stage_plan(state) -> tuple:
-    """``(of_step, own)``: the final position of the stage each step acts on (-1 for
-    dataflow steps), and per final stage the indices of the split / fuse / reorder
-    steps that make its leaves, from the step that created or last reset it (a cache
-    write or rfactor makes the original stage anew) on.  The structure alone decides
-    it, so it is kept in the state's struct_memo."""
-    memo = state.struct_memo()
-    plan = memo.get("stage_plan")
-    if plan is None:
-        steps, n0 = state.transform_steps, len(state.dag.ops)
-        ids, nxt, made, of_step = list(range(n0)), n0, {}, []
-        for i, step in enumerate(steps):
-            t = type(step)
-            if t is CacheReadStep or t is CacheWriteStep or t is RfactorStep:
-                at = step.stage_id + 1 if t is CacheReadStep else step.stage_id
-                ids.insert(at, nxt)
-                made[nxt] = i
-                nxt += 1
-                if t is not CacheReadStep:
-                    made[ids[at + 1]] = i
-                of_step.append(-1)
-            else:
-                of_step.append(ids[step.stage_id] if t in _LOOP_STEPS else -1)
-        pos = {c: p for p, c in enumerate(ids)}
-        of_step = [pos[c] if c >= 0 else -1 for c in of_step]
-        own = tuple(tuple(i for i, fs in enumerate(of_step)
-                          if fs == p and i > made.get(c, -1))
-                    for p, c in enumerate(ids))
-        starts = tuple((c, made.get(c, -1)) for c in ids)
-        plan = memo["stage_plan"] = (of_step, own, starts)
-    return plan[0], plan[1]
-
-
-def mirror_stage(state, fs: int, check_splits: bool = False) -> list | None:
-    """``mirror_leaves(state, check_splits)[fs]``, made from stage ``fs``'s own steps
-    only (``stage_plan``): what ``search.retile`` needs for the stages a changed split
-    touches.  Splits from before a cache write or rfactor made the stage anew are not
-    replayed, so neither are their checks (``retile`` never changes those)."""
-    _, own = stage_plan(state)
-    c, made_at = state.struct_memo()["stage_plan"][2][fs]
-    ops = state.dag.ops
-    if c < len(ops) and made_at < 0:
-        op = ops[c]
-        lv = _root_leaves(op) if isinstance(op, ComputeOp) else []
-    else:
-        lv = _root_leaves(state.stages[fs].op)
-    steps = state.transform_steps
-    for i in own[fs]:
-        lv = _mirror_step(steps[i], steps, lv, check_splits)
-        if lv is None:
-            return None
-    return lv
 
 
 def leaf_extent(atoms) -> int:

@@ -19,9 +19,8 @@ sampled and mutated states of every workload family.
 from __future__ import annotations
 
 from .. import state as S
-from ..features.nest import leaf_extent, leaves_agree, leaves_of, mirror_stage, stage_plan
+from ..features.nest import leaf_extent, leaves_agree, leaves_of, mirror_leaves
 from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
-from ..steps.loop import FollowFusedSplitStep, FollowSplitStep
 
 __all__ = ["may_retile", "retiled"]
 
@@ -46,25 +45,6 @@ def _last_dataflow_step(state) -> int:
     return last
 
 
-def _touched_stages(state, k: int, steps: list) -> set:
-    """The final stages whose leaves ``steps`` may make differently from ``state``'s:
-    those of the steps from ``k`` on that are other objects, and of the follow splits
-    that read one of them."""
-    of_step, _ = stage_plan(state)
-    old = state.transform_steps
-    changed = [i for i in range(k, len(steps)) if steps[i] is not old[i]]
-    touched = {of_step[i] for i in changed}
-    moved = set(changed)
-    for i in range(k, len(steps)):
-        st = steps[i]
-        t = type(st)
-        if (t is FollowSplitStep and st.src_step_id in moved) or \
-                (t is FollowFusedSplitStep and not moved.isdisjoint(st.src_step_ids)):
-            touched.add(of_step[i])
-    touched.discard(-1)
-    return touched
-
-
 def retiled(state, k: int, steps: list):
     """The State that ``steps`` -- ``state``'s steps with the lengths of some splits
     changed, the first at index ``k`` -- replay to, built from ``state``'s structure and
@@ -76,14 +56,9 @@ def retiled(state, k: int, steps: list):
     child = S.State(state.dag, state.stages, state.attach_map, steps, True,
                     state.dataflow_key)
     child._struct = state.struct_memo()
-    # only the stages a changed split touches get new leaves: the others' steps are
-    # the known state's, and so are their (read-only) leaf lists
-    leaves = list(leaves_of(state))
-    for fs in _touched_stages(state, k, steps):
-        lv = mirror_stage(child, fs, check_splits=True)
-        if lv is None:
-            return None
-        leaves[fs] = lv
+    leaves = mirror_leaves(child, check_splits=True)
+    if leaves is None:
+        return None
     stages = child.stages
     # an iterator is decided by the structure (name, kind, annotation) and its extent,
     # so the structure's states share one per (stage, position, extent): a search round
@@ -95,7 +70,7 @@ def retiled(state, k: int, steps: list):
     # the same atom tuples for the same splits: only leaves that are other objects can
     # have another extent (a stage whose leaf list compares equal has none)
     for sid, (st, lv, plv) in enumerate(zip(stages, leaves, leaves_of(state))):
-        if lv is plv or lv == plv:
+        if lv == plv:
             continue
         new = None
         for j, (it, atoms, old) in enumerate(zip(st.iters, lv, plv)):
