@@ -7,7 +7,10 @@ import numpy as np
 from autosched import cli
 from autosched.default_state import default_state
 from autosched.side_by_side import interleaved, kernel_timer, numpy_timer
+from autosched.steps import serialize
+from autosched.tuning import best_state
 from compiler import build, te
+from records import load_records
 
 
 def test_interleaved_times_round_robin_and_takes_each_median():
@@ -47,7 +50,19 @@ def test_kernel_and_numpy_timers_time_what_they_are_given():
     assert len(seen) == 4
 
 
-def test_tune_summary_reports_the_default_and_numpy_side_by_side(tmp_path, capsys):
+def test_tune_summary_reports_the_default_and_numpy_side_by_side(tmp_path, capsys,
+                                                                  monkeypatch):
+    # the answer is a state other than the default's (which of the 8 measured states
+    # wins depends on timing noise; the default's own case is the next test's)
+    def best_tuned(task, log):
+        state, rec = best_state(task, log)
+        if str(state) != str(default_state(task)):
+            return state, rec
+        dflt = str(state)
+        return next((serialize.state_from_record(task, r), r)
+                    for r in load_records(str(log)) if r.is_valid and
+                    str(serialize.state_from_record(task, r)) != dflt)
+    monkeypatch.setattr(cli, "best_state", best_tuned)
     log = tmp_path / "mm.json"
     assert cli.main(["matmul", "--args", "64", "64", "64", "--trials", "8",
                      "--per-round", "8", "--retime", "0", "--log", str(log)]) == 0
