@@ -40,6 +40,7 @@ from autosched.side_by_side import interleaved, kernel_timer, numpy_timer
 from autosched.steps import serialize
 from autosched.tuning import default_steps_repr, rank_records
 from compiler import build, topi
+from compiler.target import host_target
 from records import load_records
 
 SPECS = {
@@ -265,11 +266,20 @@ def main(argv=None) -> int:
     print_table(out, ns.trials, _baseline_rows(ns.baseline))
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
-        json.dump({"model": ns.model, "seeds": ns.seeds, "trials": ns.trials,
+        json.dump({"host": host_info(), "model": ns.model, "seeds": ns.seeds,
+                   "trials": ns.trials,
                    "summary": {s: summarize(r, ns.trials) for s, r in out.items()},
                    "workloads": out}, f, indent=2, default=str)
     print(f"wrote {ns.json}")
     return 0
+
+
+def host_info() -> dict:
+    """What the results were measured on: sessions run on different machines (a Zen 4
+    with AVX-512 and a Zen 3 with AVX2 so far), and only same-machine runs compare."""
+    t = host_target()
+    return {"target": str(t), "mcpu": t.mcpu, "float32_lanes": t.vector_lanes(32),
+            "num_cores": t.num_cores}
 
 
 if __name__ == "__main__":

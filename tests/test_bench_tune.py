@@ -1,12 +1,15 @@
 """scripts/bench_tune.py's bookkeeping: a budget whose answer is the default schedule's
 own state gets the default's figure, and the summary counts such runs.  No tuning."""
 
+import json
+
 import pytest
 from script_helpers import load_script
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.default_state import default_state
+from compiler.target import host_target
 
 
 @pytest.fixture(scope="module")
@@ -31,3 +34,13 @@ def test_an_answer_that_is_the_default_program_gets_the_default_figure(bench):
     # (budget, GFLOPS, min, max, vs numpy, vs default, min, logged, cand/s, overhead, =dflt)
     assert rows[0][0] == 64 and rows[0][5] == 1.0 and rows[0][10] == 1
     assert rows[1][0] == 200 and rows[1][5] == pytest.approx(1 / 0.9) and rows[1][10] == 0
+
+
+def test_results_name_the_machine_they_were_measured_on(bench):
+    host = bench.host_info()
+    t = host_target()
+    assert host == {"target": str(t), "mcpu": t.mcpu, "float32_lanes": t.vector_lanes(32),
+                    "num_cores": t.num_cores}
+    # AVX2 (Zen 3) or AVX-512 (Zen 4): 8 or 16 float32 lanes
+    assert host["float32_lanes"] in (4, 8, 16) and host["mcpu"]
+    assert json.loads(json.dumps(host)) == host
