@@ -9,7 +9,6 @@ from script_helpers import load_script
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched.default_state import default_state
-from compiler.target import host_target
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +37,10 @@ def test_an_answer_that_is_the_default_program_gets_the_default_figure(bench):
 
 def test_results_name_the_machine_they_were_measured_on(bench):
     host = bench.host_info()
-    t = host_target()
-    assert host == {"target": str(t), "mcpu": t.mcpu, "float32_lanes": t.vector_lanes(32),
-                    "num_cores": t.num_cores}
+    assert set(host) == {"target", "mcpu", "float32_lanes", "num_cores"}
+    # the fields agree with the target string they summarize
+    assert f"-mcpu={host['mcpu']}" in host["target"]
+    assert f"-num-cores={host['num_cores']}" in host["target"]
     # AVX2 (Zen 3) or AVX-512 (Zen 4): 8 or 16 float32 lanes
-    assert host["float32_lanes"] in (4, 8, 16) and host["mcpu"]
+    assert host["float32_lanes"] in (4, 8, 16)
     assert json.loads(json.dumps(host)) == host
