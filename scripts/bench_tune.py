@@ -23,8 +23,10 @@ share of the wall time outside build and run (search overhead).  Writes JSON.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import pathlib
 import statistics
 import sys
 import tempfile
@@ -42,6 +44,12 @@ from autosched.tuning import default_steps_repr, rank_records
 from compiler import build, topi
 from compiler.target import host_target
 from records import load_records
+
+# a sibling script (the scripts are not a package): the measured FMA peak
+_spec = importlib.util.spec_from_file_location(
+    "bench_peak", pathlib.Path(__file__).resolve().parent / "bench_peak.py")
+peak = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(peak)
 
 SPECS = {
     "conv2d": "conv2d_nchw",
@@ -225,11 +233,15 @@ def _baseline_rows(path: str | None) -> dict:
     return {(spec, row[0]): (row[1], row[5]) for spec, rows in summary.items() for row in rows}
 
 
-def print_table(out: dict, budgets, baseline: dict | None = None) -> None:
+def print_table(out: dict, budgets, baseline: dict | None = None,
+                peak_gflops: float | None = None) -> None:
+    """The summary table; with ``peak_gflops`` (the measured FMA peak) a column gives
+    each median's share of it (of little meaning for memory-bound workloads)."""
     baseline = baseline or {}
     print(f"{'workload':16s} {'trials':>6s} {'GFLOPS med':>10s} {'min-max':>13s} "
           f"{'vs numpy':>8s} {'vs default':>10s} {'(min)':>6s} {'logged':>7s} "
           f"{'cand/s':>6s} {'overhead':>8s} {'=dflt':>5s}"
+          + (f" {'peak':>5s}" if peak_gflops else "")
           + (f" {'before':>14s}" if baseline else ""))
     for spec, res in out.items():
         for b, med, lo, hi, vnp, vdef, vdef_min, logged, cps, ovh, same in \
@@ -239,7 +251,8 @@ def print_table(out: dict, budgets, baseline: dict | None = None) -> None:
             old_s = f" {old[0]:7.1f} ({old[1]:.2f})" if old else ""
             print(f"{spec:16s} {b:6d} {med:10.1f} {f'{lo:.1f}-{hi:.1f}':>13s} {vnp_s} "
                   f"{vdef:10.2f} {vdef_min:6.2f} {logged:7.1f} {cps:6.2f} {ovh:8.1%} "
-                  f"{same:5d}" + old_s)
+                  f"{same:5d}" + (f" {med / peak_gflops:5.0%}" if peak_gflops else "")
+                  + old_s)
 
 
 def main(argv=None) -> int:
@@ -259,14 +272,18 @@ def main(argv=None) -> int:
                    help="only re-time the runs of an earlier JSON from their logs")
     ns = p.parse_args(argv)
     ns.trials = sorted(set(ns.trials))
+    # measured first, while nothing else runs
+    fma = peak.measure_peak()
+    print(f"measured FMA peak: {fma['gflops']:.1f} GFLOPS on {fma['threads']} threads",
+          flush=True)
     if ns.retime:
         out = retime_all(ns.retime, ns.trials)
     else:
         out = {spec: run_workload(spec, ns) for spec in ns.workloads}
-    print_table(out, ns.trials, _baseline_rows(ns.baseline))
+    print_table(out, ns.trials, _baseline_rows(ns.baseline), fma["gflops"])
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
-        json.dump({"host": host_info(), "model": ns.model, "seeds": ns.seeds,
+        json.dump({"host": {**host_info(), "fma_peak": fma}, "model": ns.model, "seeds": ns.seeds,
                    "trials": ns.trials,
                    "summary": {s: summarize(r, ns.trials) for s, r in out.items()},
                    "workloads": out}, f, indent=2, default=str)

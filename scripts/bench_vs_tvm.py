@@ -46,15 +46,17 @@ SPECS = {"conv2d": ("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1)),
          "dense_bias_relu": ("dense_bias_relu", (128, 768, 3072))}
 
 
-def _load_worker():
-    """The worker module (numpy references, FLOPS, numpy probe) without importing tvm."""
-    spec = importlib.util.spec_from_file_location("_metaschedule_worker", WORKER)
+def _load_script(path: pathlib.Path):
+    """A sibling script as a module (they are not a package)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-shared = _load_worker()
+# the worker module (numpy references, FLOPS, numpy probe), loaded without importing tvm
+shared = _load_script(WORKER)
+peak = _load_script(HERE / "bench_peak.py")
 
 
 def parse_args(argv=None):
@@ -254,7 +256,9 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def verdicts(results: dict, trials: int) -> list:
+def verdicts(results: dict, trials: int, peak_gflops: float | None = None) -> list:
+    """One line per workload: the ratio against the goal; with the measured FMA peak,
+    each side's share of it, and whether the goal is below the peak at all."""
     out = []
     for name, row in results.items():
         r, n = row["ratio"], row["normalized_ratio"]
@@ -263,8 +267,16 @@ def verdicts(results: dict, trials: int) -> list:
             continue
         met = "met" if r >= GOAL and (n is None or n >= GOAL) else "NOT met"
         norm = f", normalized {n:.2f}x" if n is not None else ""
-        out.append(f"{name}: ours is {r:.2f}x MetaSchedule's speed at {trials} trials{norm} "
-                   f"(goal {GOAL}x: {met})")
+        line = (f"{name}: ours is {r:.2f}x MetaSchedule's speed at {trials} trials{norm} "
+                f"(goal {GOAL}x: {met})")
+        ms_g, ours_g = row["metaschedule"].get("gflops"), row["ours"].get("gflops")
+        if peak_gflops and ms_g and ours_g:
+            need = GOAL * ms_g
+            line += (f"; of the {peak_gflops:.0f} GFLOPS FMA peak: MetaSchedule "
+                     f"{ms_g / peak_gflops:.0%}, ours {ours_g / peak_gflops:.0%}, the goal "
+                     f"{need / peak_gflops:.0%}"
+                     + (" (above the peak: unreachable)" if need > peak_gflops else ""))
+        out.append(line)
     return out
 
 
@@ -276,6 +288,10 @@ def main(argv=None) -> int:
     os.makedirs(work_dir, exist_ok=True)
     print(f"{ns.trials} trials per side, host cpu {mcpu}, {ns.num_cores} threads, "
           f"work dir {work_dir}", flush=True)
+    # before any tuning: nothing else runs on the machine then
+    fma = peak.measure_peak(threads=ns.num_cores)
+    print(f"measured FMA peak: {fma['gflops']:.1f} GFLOPS on {ns.num_cores} threads",
+          flush=True)
     results = {}
     for name in ns.workloads:
         ms = ours = {"error": SKIPPED}
@@ -287,10 +303,10 @@ def main(argv=None) -> int:
             ours = run_ours(ns, name, work_dir)
         results[name] = {"metaschedule": ms, "ours": ours, **compare(ms, ours)}
     print(format_table(results))
-    for line in verdicts(results, ns.trials):
+    for line in verdicts(results, ns.trials, fma["gflops"]):
         print(line)
     config = {k: v for k, v in vars(ns).items() if k != "json"}
-    config.update(mcpu=mcpu, work_dir=work_dir, flops=shared.FLOPS, goal=GOAL)
+    config.update(mcpu=mcpu, work_dir=work_dir, flops=shared.FLOPS, goal=GOAL, fma_peak=fma)
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
         json.dump({"config": config, "results": results}, f, indent=2)

@@ -68,6 +68,21 @@ def test_compare_and_table(bench):
     assert "dense_bias_relu: ours skipped" in table
     lines = bench.verdicts({"conv2d": row, "dense_bias_relu": failed}, 200)
     assert "goal 1.5x: met" in lines[0] and "no ratio" in lines[1]
+    assert "peak" not in lines[0]
+
+
+def test_verdict_reads_the_goal_against_the_measured_peak(bench):
+    ms = {"best_ms": 3.0, "gflops": 150.0, "numpy_ms": 4.0}
+    ours = {"best_ms": 2.5, "gflops": 180.0, "numpy_ms": 4.0}
+    row = {"metaschedule": ms, "ours": ours, **bench.compare(ms, ours)}
+    line = bench.verdicts({"dense_bias_relu": row}, 200, peak_gflops=200.0)[0]
+    assert "goal 1.5x: NOT met" in line
+    assert ("of the 200 GFLOPS FMA peak: MetaSchedule 75%, ours 90%, the goal 112% "
+            "(above the peak: unreachable)") in line
+    ms_slow = {**ms, "gflops": 100.0}
+    row = {"metaschedule": ms_slow, "ours": ours, **bench.compare(ms_slow, ours)}
+    line = bench.verdicts({"conv2d": row}, 200, peak_gflops=200.0)[0]
+    assert line.endswith("the goal 75%")
 
 
 def test_numpy_references(bench):
