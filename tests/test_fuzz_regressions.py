@@ -407,3 +407,20 @@ def test_a_let_bound_index_carries_its_loop_into_the_division():
     scaled = BufferStore(buf, Div(BufferLoad(buf, (i,)), FloatImm("float32", 3.0)), (i,))
     assert divided_loops(For(i, IntImm("int32", 0), IntImm("int32", 64), "serial",
                              scaled)) == set()
+
+
+def test_an_optimizer_bug_that_broke_the_ir_no_longer_kills_the_process():
+    """Fuzz seed 2047, case 9247 (sparse_dense, a transposed copy of the block buffer):
+    LLVM 22.1's loop vectorizer and unroller together returned IR that fails the
+    verifier, and instruction selection aborted the process ("Already set a value for
+    this node!").  The optimized module is now verified and re-optimized without the
+    loop vectorizer.  In a child process: without the fix the abort would end the test
+    session."""
+    # no object cache: a cached object of the fixed compile would hide a regression
+    code = ("from compiler.runtime import set_default_cache; set_default_cache(None); "
+            "from autosched import fuzz; o = fuzz.check_case(2047, 9247); "
+            "print(o.status, o.family)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["ok", "sparse_dense"]

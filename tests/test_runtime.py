@@ -8,6 +8,7 @@ import pickle
 import re
 import signal
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from runtime_helpers import ADD_META, BOOL_IR, COUNT_IR, COUNT_META, GOMP_IR, N, abc_arrays, add_ir
@@ -31,6 +32,7 @@ from compiler.runtime import (
     set_default_cache,
 )
 from compiler.runtime import timer as timer_mod
+from compiler.runtime.jit import process_stats
 from compiler.runtime.meta import ir_param_alignments
 from compiler.runtime.objfile import read_symbols
 from compiler.tir import Add, BufferLoad, BufferStore, For, IntImm, PrimFunc, Var, decl_buffer
@@ -274,6 +276,53 @@ b:
 }"""
     with pytest.raises(BuildError, match="fails verification.*dominate"):
         compile_ir(bad, cache=None)
+
+
+def _verify_failing_after_optimization(monkeypatch, failing: set) -> list:
+    """Make the module verifier reject the optimized modules of the attempts in
+    ``failing`` (0-based): LLVM's optimizer has returned invalid IR (LLVM 22.1, fuzz seed
+    2047), which codegen then met with an assertion that aborted the process.  Each
+    attempt verifies twice: the parsed module, then the optimized one."""
+    real = llvm.ModuleRef.verify
+    calls: list = []
+
+    def verify(self):
+        calls.append(1)
+        if len(calls) % 2 == 0 and len(calls) // 2 - 1 in failing:
+            raise RuntimeError("Instruction does not dominate all uses!\n  %x = ...")
+        return real(self)
+
+    monkeypatch.setattr(llvm.ModuleRef, "verify", verify)
+    return calls
+
+
+def test_an_optimizer_that_breaks_the_ir_is_retried_with_fewer_loop_passes(monkeypatch):
+    tunings = []
+    real_pto = llvm.create_pipeline_tuning_options
+
+    def pto(**kw):
+        opts = real_pto(**kw)
+        tunings.append(opts)
+        return opts
+
+    monkeypatch.setattr(llvm, "create_pipeline_tuning_options", pto)
+    calls = _verify_failing_after_optimization(monkeypatch, {0})
+    before = process_stats()["compiles"]
+    mod = load_module(compile_ir(add_ir(), "llvm", cache=None), ADD_META)
+    assert len(calls) == 4 and process_stats()["compiles"] == before + 2
+    # the retry ran without LLVM's loop vectorizer (our codegen writes vector IR itself)
+    assert tunings[0].loop_vectorization and not tunings[1].loop_vectorization
+    a, b, c = abc_arrays()
+    mod(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+def test_an_optimizer_that_always_breaks_the_ir_raises_instead_of_aborting(monkeypatch):
+    _verify_failing_after_optimization(monkeypatch, {0, 1, 2})
+    with pytest.raises(BuildError, match=r"optimizer \(level 2\) turned valid IR into "
+                       r"invalid IR with every pipeline tried \(Instruction does not "
+                       r"dominate all uses!\); compile at opt_level=0"):
+        compile_ir(add_ir(), "llvm", opt_level=2, cache=None)
 
 
 def test_bad_objects_and_meta_raise_not_crash():

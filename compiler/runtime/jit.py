@@ -11,7 +11,9 @@ Invariants:
   Python process shares one LLVM.  Each compile parses into a fresh LLVMContext that is
   disposed afterwards, so thousands of tuning compiles do not grow the global context.
 - ``module.verify()`` runs before any optimization: this LLVM has assertions on, and
-  unverified IR can abort the process instead of raising.
+  unverified IR can abort the process instead of raising.  It runs after optimization
+  too: a module LLVM's own optimizer broke is optimized again with fewer loop passes
+  (``_FALLBACK_TUNINGS``), or BuildError is raised; it never reaches codegen.
 - One LLJIT per process (re-created after fork).  Every loaded object becomes a uniquely
   named JIT library whose ResourceTracker is owned by the Module: the code stays mapped
   exactly as long as a Module (or a Function taken from it) is alive.
@@ -156,6 +158,57 @@ def _check_ir(ir_text) -> None:
         raise TypeError(f"ir_text: expected LLVM IR as a str, got {type(ir_text).__name__}")
 
 
+# Pipelines tried in turn when LLVM's optimizer returns a module that fails its own
+# verifier.  Seen with LLVM 22.1 (fuzz seed 2047, case 9247: a sparse_dense with a
+# transposed copy loop): the loop vectorizer and the unroller together left a
+# shufflevector before the loads it reads, and instruction selection then aborted the
+# whole process on an assertion.  Each later entry turns off more of the loop passes;
+# our codegen writes vector IR itself, so these only lose LLVM's own extra vectorizing.
+_FALLBACK_TUNINGS = ({}, {"loop_vectorization": False},
+                     {"loop_vectorization": False, "loop_unrolling": False,
+                      "loop_interleaving": False, "slp_vectorization": False})
+
+
+def _parse(ir_text: str, ctx, target: Target, tm):
+    try:
+        mod = llvm.parse_assembly(ir_text, context=ctx)
+    except RuntimeError as e:
+        raise BuildError(f"LLVM IR does not parse: {e}") from None
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        mod.close()
+        raise BuildError(f"LLVM IR fails verification: {e}") from None
+    mod.triple = target.triple
+    mod.data_layout = str(tm.target_data)
+    return mod
+
+
+def _optimized(ir_text: str, ctx, target: Target, tm, opt: int):
+    """The parsed and optimized module, verified after optimization too (see
+    ``_FALLBACK_TUNINGS``): invalid IR must never reach codegen."""
+    last = ""
+    for tuning in _FALLBACK_TUNINGS:
+        mod = _parse(ir_text, ctx, target, tm)
+        # A fresh PassBuilder per run: llvmlite registers per-run instrumentation
+        # callbacks into it that dangle once the run returns.
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        for name, value in tuning.items():
+            setattr(pto, name, value)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        _STATS["compiles"] += 1
+        try:
+            mod.verify()
+            return mod
+        except RuntimeError as e:
+            last = str(e).strip().splitlines()[0] if str(e).strip() else "?"
+            mod.close()
+    raise BuildError(f"LLVM's optimizer (level {opt}) turned valid IR into invalid IR "
+                     f"with every pipeline tried ({last}); compile at opt_level=0, or "
+                     "change the schedule")
+
+
 def _compile(ir_text: str, target: Target, opt: int, want_source: bool) -> CompileOutput:
     _init_llvm()
     with _LOCK:
@@ -163,22 +216,7 @@ def _compile(ir_text: str, target: Target, opt: int, want_source: bool) -> Compi
         ctx = llvm.create_context()
         mod = None
         try:
-            try:
-                mod = llvm.parse_assembly(ir_text, context=ctx)
-            except RuntimeError as e:
-                raise BuildError(f"LLVM IR does not parse: {e}") from None
-            try:
-                mod.verify()
-            except RuntimeError as e:
-                raise BuildError(f"LLVM IR fails verification: {e}") from None
-            mod.triple = target.triple
-            mod.data_layout = str(tm.target_data)
-            # A fresh PassBuilder per run: llvmlite registers per-run instrumentation
-            # callbacks into it that dangle once the run returns.
-            pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
-            _STATS["compiles"] += 1
+            mod = _optimized(ir_text, ctx, target, tm, opt)
             obj = tm.emit_object(mod)
             ll = str(mod) if want_source else ""
             asm = tm.emit_assembly(mod) if want_source else ""
