@@ -44,3 +44,15 @@ def test_results_name_the_machine_they_were_measured_on(bench):
     # AVX2 (Zen 3) or AVX-512 (Zen 4): 8 or 16 float32 lanes
     assert host["float32_lanes"] in (4, 8, 16)
     assert json.loads(json.dumps(host)) == host
+
+
+def test_the_table_gives_each_median_as_a_share_of_the_measured_peak(bench, capsys):
+    run = {"seconds": {"default": 1.0, "best@64": 0.5, "numpy": 2.0},
+           "logged_gflops": {64: 2.0}, "candidates_per_s": 5.0, "overhead_share": 0.2}
+    out = {"matmul:64": {"flops": 80e9, "runs": [run]}}     # 160 GFLOPS at 0.5 s
+    bench.print_table(out, [64], peak_gflops=200.0)
+    head, row = capsys.readouterr().out.splitlines()
+    assert head.split()[-1] == "peak" and row.split()[-1] == "80%"
+    bench.print_table(out, [64])
+    head, row = capsys.readouterr().out.splitlines()
+    assert "peak" not in head and row.split()[-1] == "0"       # ends at the =dflt count
