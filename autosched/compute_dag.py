@@ -168,8 +168,8 @@ class ComputeDAG:
         init = self.init_state()
         names = PyNames(self, init)
         py_vars = self._py_vars()
-        outs = ", ".join(py_vars[self.ops.index(o)] for o in self.outputs)
-        lines = [f"# s = te.create_schedule([{outs}].op ...)"]
+        outs = ", ".join(f"{py_vars[self.ops.index(o)]}.op" for o in self.outputs)
+        lines = [f"# s = te.create_schedule([{outs}])"]
         lines += names.start()
         cur = init
         for k, step in enumerate(state.transform_steps):

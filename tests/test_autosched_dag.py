@@ -278,7 +278,7 @@ def test_python_namespace_and_initial_code():
     assert ns["R"].op is dag.tensors[-1].op and ns["te"] is te
     assert [st.op.name for st in ns["s"].stages] == ["A", "B", "C", "R"]
     code = dag.print_python_code_from_state(dag.init_state())
-    assert code == ("# s = te.create_schedule([R].op ...)\n"
+    assert code == ("# s = te.create_schedule([R.op])\n"
                     "C_i, C_j, C_k, = (*s[C].op.axis, *s[C].op.reduce_axis)\n"
                     "R_i, R_j, = (*s[R].op.axis, *s[R].op.reduce_axis)\n")
     exec(code, ns)  # noqa: S102
