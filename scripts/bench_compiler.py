@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import os
 import pathlib
 import statistics
 import sys
@@ -238,10 +236,7 @@ def main(argv=None) -> int:
     for name, val, note in rows:
         v = f"{val:.2f}" if isinstance(val, float) else str(val)
         print(f"{name:44s} {v:>20s}  {note}")
-    os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
-    with open(ns.json, "w") as f:
-        json.dump(res, f, indent=2)
-    print(f"wrote {ns.json}")
+    peak.write_json(ns.json, res)
     return 0
 
 

@@ -163,11 +163,16 @@ def main(argv=None) -> int:
     print(f"FMA peak: {res['gflops']:.1f} GFLOPS on {res['threads']} threads "
           f"({res['gflops_per_thread']:.1f} per thread; one thread alone "
           f"{res['gflops_1_thread']:.1f}; {res['chains']} chains)")
-    os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
-    with open(ns.json, "w") as f:
-        json.dump(res, f, indent=2)
-    print(f"wrote {ns.json}")
+    write_json(ns.json, res)
     return 0
+
+
+def write_json(path: str, obj) -> None:
+    """Write a benchmark's results (making the directory) and say where."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

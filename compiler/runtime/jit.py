@@ -164,9 +164,10 @@ def _check_ir(ir_text) -> None:
 # shufflevector before the loads it reads, and instruction selection then aborted the
 # whole process on an assertion.  Each later entry turns off more of the loop passes;
 # our codegen writes vector IR itself, so these only lose LLVM's own extra vectorizing.
-_FALLBACK_TUNINGS = ({}, {"loop_vectorization": False},
-                     {"loop_vectorization": False, "loop_unrolling": False,
-                      "loop_interleaving": False, "slp_vectorization": False})
+_FALLBACK_TUNINGS: tuple[dict, ...] = (
+    {}, {"loop_vectorization": False},
+    {"loop_vectorization": False, "loop_unrolling": False, "loop_interleaving": False,
+     "slp_vectorization": False})
 
 
 def _parse(ir_text: str, ctx, target: Target, tm):
