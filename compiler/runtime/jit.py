@@ -191,20 +191,23 @@ def _optimized(ir_text: str, ctx, target: Target, tm, opt: int):
     last = ""
     for tuning in _FALLBACK_TUNINGS:
         mod = _parse(ir_text, ctx, target, tm)
-        # A fresh PassBuilder per run: llvmlite registers per-run instrumentation
-        # callbacks into it that dangle once the run returns.
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-        for name, value in tuning.items():
-            setattr(pto, name, value)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        _STATS["compiles"] += 1
         try:
+            # A fresh PassBuilder per run: llvmlite registers per-run instrumentation
+            # callbacks into it that dangle once the run returns.
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+            for name, value in tuning.items():
+                setattr(pto, name, value)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+            _STATS["compiles"] += 1
             mod.verify()
             return mod
         except RuntimeError as e:
             last = str(e).strip().splitlines()[0] if str(e).strip() else "?"
             mod.close()
+        except BaseException:
+            mod.close()      # before the caller closes its context
+            raise
     raise BuildError(f"LLVM's optimizer (level {opt}) turned valid IR into invalid IR "
                      f"with every pipeline tried ({last}); compile at opt_level=0, or "
                      "change the schedule")
