@@ -4,7 +4,8 @@
 (``resnet-18``, ``resnet-34``, ``resnet-50``, ``mobilenet-v2``, ``bert``, ``mlp``) or an
 ``.onnx`` file (input shapes from the model or ``shapes``).  ``build_network`` builds it
 with the default schedules or, given a log, under ``ApplyHistoryBest``; ``time_network``
-times a built library; ``onnxruntime_latency`` times the same ONNX file with
+times a built library (``network_timer``: one timing per call, for interleaving two
+libraries); ``onnxruntime_latency`` times the same ONNX file with
 onnxruntime (2 threads) when it is installed.
 
 Invariants: every random input is drawn from a seeded generator, so two builds of one
@@ -30,7 +31,7 @@ from compiler.transform import PassContext
 from .dispatch import ApplyHistoryBest
 from .errors import AutoSchedError
 
-__all__ = ["Network", "ZOO", "load_network", "build_network", "time_network",
+__all__ = ["Network", "ZOO", "load_network", "build_network", "network_timer", "time_network",
            "onnxruntime_latency", "parse_shapes"]
 
 ZOO = {
@@ -117,13 +118,24 @@ def build_network(net: Network, target="llvm", log: str | None = None):
             return relay.build(net.mod, target, params=net.params)
 
 
-def time_network(lib, net: Network, repeat: int = 5, min_repeat_ms: float = 200):
-    """``(median seconds per run, outputs)`` of a built library on the network's inputs."""
+def network_timer(lib, net: Network, min_repeat_ms: float = 200):
+    """``(timer, outputs)`` of a built library on the network's inputs: ``timer()`` runs
+    it for at least ``min_repeat_ms`` and returns the seconds per run, so two libraries
+    can be timed in alternation (``side_by_side.interleaved``)."""
     m = graph_executor.GraphModule(lib["default"](compiler.cpu(0)))
     m.set_input(**net.inputs)
-    res = m.benchmark(repeat=repeat, number=1, min_repeat_ms=min_repeat_ms)
+    m.run()
     outs = [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
-    return float(np.median(res.results)), outs
+
+    def timer() -> float:
+        return float(m.benchmark(repeat=1, number=1, min_repeat_ms=min_repeat_ms).results[0])
+    return timer, outs
+
+
+def time_network(lib, net: Network, repeat: int = 5, min_repeat_ms: float = 200):
+    """``(median seconds per run, outputs)`` of a built library on the network's inputs."""
+    timer, outs = network_timer(lib, net, min_repeat_ms)
+    return float(np.median([timer() for _ in range(repeat)])), outs
 
 
 def onnxruntime_latency(net: Network, repeat: int = 5, threads: int = 2):

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from autosched import cli
+from autosched import cli, cli_network
 from records import load_records
 
 
@@ -38,7 +38,7 @@ def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
     # each of the 3 kernels uses its record or, when that is slower, its default schedule
     built = re.search(r"Built with .*: (\d+) tuned kernels, (\d+) default", out)
     assert built and int(built[1]) + int(built[2]) == 3
-    assert "Measured end-to-end: default schedules" in out
+    assert "Measured end-to-end" in out
     table = json.loads((tmp_path / "mlp.json.tasks.json").read_text())
     assert sorted(e["weight"] for e in table.values()) == [1, 1, 1]
     # resume: the same command adds new trials and measures no state twice
@@ -56,6 +56,54 @@ def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
     # the task table carries the default schedules' costs the build compared against
     table = json.loads((tmp_path / "mlp.json.tasks.json").read_text())
     assert all(e["default_cost"] > 0 for e in table.values())
+
+
+def test_end_to_end_latencies_are_timed_in_alternation(capsys):
+    calls = []
+
+    def timer(name, secs):
+        def run():
+            calls.append(name)
+            return secs
+        return run
+
+    got = cli_network._print_end_to_end(timer("d", 2e-3), timer("t", 1e-3), tuned_groups=2)
+    assert got == 1e-3
+    # per round each build runs twice (the first call warms it up), default first
+    assert calls == ["d", "d", "t", "t"] * cli_network.E2E_ROUNDS
+    out = capsys.readouterr().out
+    assert ("Measured end-to-end (interleaved, median of 5 rounds): default schedules "
+            "2.000 ms, tuned 1.000 ms -> 2.00x") in out
+    assert "Warning" not in out
+
+
+def test_a_tuned_build_slower_than_the_default_is_flagged(capsys):
+    cli_network._print_end_to_end(lambda: 1.0e-3, lambda: 1.37e-3, tuned_groups=2)
+    out = capsys.readouterr().out
+    assert "-> 0.73x" in out
+    assert ("Warning: the build with the log ran slower than the default build (0.73x). "
+            "Its kernels won per-task timings that this run does not reproduce.") in out
+    assert "tune such a model with --no-cache-flush, or build it without the log." in out
+    # within the noise margin: no warning
+    cli_network._print_end_to_end(lambda: 1.0e-3, lambda: 1.02e-3, tuned_groups=2)
+    assert "Warning" not in capsys.readouterr().out
+
+
+def test_a_build_without_tuned_kernels_is_not_compared_with_itself(capsys):
+    calls = []
+
+    def default():
+        calls.append("d")
+        return 1.5e-3
+
+    def tuned():        # the same program: never timed, no ratio claimed
+        raise AssertionError("timed the default build twice")
+
+    assert cli_network._print_end_to_end(default, tuned, tuned_groups=0) == 1.5e-3
+    assert calls == ["d"] * cli_network.E2E_ROUNDS
+    out = capsys.readouterr().out
+    assert out.strip() == ("Measured end-to-end: 1.500 ms; the build with the log is the "
+                           "default build (it uses no tuned kernel)")
 
 
 def test_tune_network_errors(tmp_path, capsys):
