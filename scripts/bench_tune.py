@@ -67,6 +67,9 @@ def parse_workload(text: str):
         name = SPECS[text]
         return name, catalog.BUILTIN[name].default_args
     name, _, size = text.partition(":")
+    if name != "matmul" or not (size or "512").isdigit():
+        raise SystemExit(f"bench_tune: unknown workload {text!r}; expected matmul:N or one "
+                         f"of {', '.join(SPECS)}")
     n = int(size or 512)
     return name, (n, n, n)
 

@@ -56,3 +56,12 @@ def test_the_table_gives_each_median_as_a_share_of_the_measured_peak(bench, caps
     bench.print_table(out, [64])
     head, row = capsys.readouterr().out.splitlines()
     assert "peak" not in head and row.split()[-1] == "0"       # ends at the =dflt count
+
+
+def test_workload_names_are_checked(bench):
+    assert bench.parse_workload("matmul:256") == ("matmul", (256, 256, 256))
+    assert bench.parse_workload("depthwise")[0] == "depthwise_conv2d"
+    for bad in ("depthwise_conv2d", "matmul:big", "conv3d"):
+        with pytest.raises(SystemExit, match=f"unknown workload '{bad}'; expected matmul:N "
+                           "or one of conv2d, dense_bias_relu, depthwise, softmax"):
+            bench.parse_workload(bad)
