@@ -319,6 +319,74 @@ def test_the_default_state_is_retimed_beside_the_best_and_can_win(tmp_path):
     assert str(state) == key and stats.best_cost == 5e-4
 
 
+class LuckyThenSlow(Fine):
+    """The default schedule's state always measures 1 ms; every other state measures
+    half its hash cost (0.5-1 ms) the first ``lucky`` times and 2 ms after that."""
+
+    def __init__(self, default_key, lucky):
+        self.default_key, self.lucky = default_key, lucky
+        self.ran: list = []
+
+    def run(self, inputs, build_results, verbose=0):
+        out = super().run(inputs, build_results, verbose)
+        for inp, res in zip(inputs, out):
+            key = str(inp.state)
+            seen = self.ran.count(key)
+            self.ran.append(key)
+            if key == self.default_key:
+                res.costs[:] = [1e-3]
+            elif seen >= self.lucky:
+                res.costs[:] = [2e-3]
+            else:
+                res.costs[:] = [res.costs[0] / 2]
+        return out
+
+
+def tune_lucky(tmp_path, lucky, confirm_rounds):
+    task = auto.SearchTask(func="matmul", args=(32, 32, 32))
+    key = str(default_state(task))
+    fake = LuckyThenSlow(key, lucky)
+    log = tmp_path / f"mm_{lucky}_{confirm_rounds}.json"
+    opts = auto.TuningOptions(num_measure_trials=8, num_measures_per_round=4, verbose=0,
+                              builder=fake, runner=fake, retime_top_k=2, retime_rounds=3,
+                              confirm_rounds=confirm_rounds,
+                              measure_callbacks=[auto.RecordToFile(str(log))])
+    stats = task.tune(opts, auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0))
+    return task, key, fake, stats, best_state(task, str(log))[0]
+
+
+def test_a_tuned_state_leading_the_retiming_is_confirmed_against_the_default(tmp_path):
+    """Four lucky figures (its trial and three re-timings) put a tuned state ahead of the
+    default; five more rounds of just the two show it at 2 ms, and the default stays."""
+    task, key, fake, stats, best = tune_lucky(tmp_path, lucky=4, confirm_rounds=5)
+    assert stats.retimed == 3 * 3 + 2 * 5          # 2 best + default x 3, then 2 x 5
+    duel = fake.ran[-10:]
+    assert duel.count(key) == 5 and len(set(duel)) == 2
+    assert all(len(set(duel[i:i + 2])) == 2 for i in range(0, 10, 2))   # both per round
+    assert str(best) == key and stats.best_cost == 1e-3
+    # without the confirmation the lucky state would have been the answer
+    _, _, _, stats0, best0 = tune_lucky(tmp_path, lucky=4, confirm_rounds=0)
+    assert stats0.retimed == 9 and str(best0) != key and stats0.best_cost < 1e-3
+
+
+def test_a_really_faster_tuned_state_survives_its_confirmation(tmp_path):
+    task, key, fake, stats, best = tune_lucky(tmp_path, lucky=100, confirm_rounds=5)
+    assert stats.retimed == 9 + 10
+    assert str(best) != key and stats.best_cost < 1e-3
+
+
+def test_no_confirmation_when_the_default_leads(tmp_path):
+    """Tuned states at 2 ms from their first figure: the default leads after the
+    re-timing rounds and nothing more is measured."""
+    task, key, fake, stats, best = tune_lucky(tmp_path, lucky=0, confirm_rounds=5)
+    assert stats.retimed == 2 * 3 and str(best) == key     # the default is one of the 2 best
+
+
+def test_confirm_rounds_must_be_a_count():
+    with pytest.raises(ValueError, match="confirm_rounds"):
+        auto.TuningOptions(confirm_rounds=-1)
+
+
 class CountingRunner(Fine):
     """Counts builds per state and records the calls per measurement (``config.number``)
     each run is made with, as a LocalRunner carries it."""
