@@ -474,8 +474,28 @@ def test_cutoff_configurations_are_validated():
         LocalBuilder(cutoff=RunCutoff())
 
 
+def test_the_worker_aggregates_calls_as_its_config_asks(task, builder, monkeypatch):
+    """``RunConfig.call_mean`` reaches ``repeat_costs`` in the worker's job (run here,
+    in-process, with the aggregation spied on)."""
+    br = builder.build(_inputs(task, FakeState(tile=2)))[0]
+    seen = []
+
+    def spy(calls, number, repeat, mean=False):
+        seen.append((len(calls), number, repeat, mean))
+        return [1e-3] * repeat
+    monkeypatch.setattr(runner_mod, "repeat_costs", spy)
+    for mean in (False, True):
+        cfg = runner_mod.RunConfig(number=4, repeat=2, call_mean=mean)
+        costs, err, msg = runner_mod._run_job(br.obj, br.metas, cfg, None, float("inf"))
+        assert err == 0, msg
+    assert seen == [(8, 4, 2, False), (8, 4, 2, True)]
+
+
 def test_a_repeat_costs_the_median_of_its_calls():
     # one call that waited a time slice (9.0) does not decide the cost
     assert runner_mod.repeat_costs([1.0, 1.1, 9.0, 2.0, 2.2, 2.1], 3, 2) == [1.1, 2.1]
     assert runner_mod.repeat_costs([4.0], 1, 1) == [4.0]
+    # call_mean: what the calls deliver together, their slow ones included
+    assert runner_mod.repeat_costs([1.0, 1.1, 9.0, 2.0, 2.2, 2.1], 3, 2, mean=True) == \
+        pytest.approx([11.1 / 3, 2.1])
 

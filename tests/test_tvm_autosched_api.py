@@ -325,7 +325,9 @@ class LuckyThenSlow(Fine):
 
     def __init__(self, default_key, lucky):
         self.default_key, self.lucky = default_key, lucky
+        self.config = RunConfig(number=3)
         self.ran: list = []
+        self.means: list = []           # config.call_mean of each measurement
 
     def run(self, inputs, build_results, verbose=0):
         out = super().run(inputs, build_results, verbose)
@@ -333,6 +335,7 @@ class LuckyThenSlow(Fine):
             key = str(inp.state)
             seen = self.ran.count(key)
             self.ran.append(key)
+            self.means.append(self.config.call_mean)
             if key == self.default_key:
                 res.costs[:] = [1e-3]
             elif seen >= self.lucky:
@@ -363,6 +366,9 @@ def test_a_tuned_state_leading_the_retiming_is_confirmed_against_the_default(tmp
     duel = fake.ran[-10:]
     assert duel.count(key) == 5 and len(set(duel)) == 2
     assert all(len(set(duel[i:i + 2])) == 2 for i in range(0, 10, 2))   # both per round
+    # the confirmation's figures are means of their calls, the re-timing's medians
+    assert fake.means[-10:] == [True] * 10 and not any(fake.means[:-10])
+    assert fake.config.call_mean is False and fake.config.number == 3    # restored
     assert str(best) == key and stats.best_cost == 1e-3
     # without the confirmation the lucky state would have been the answer
     _, _, _, stats0, best0 = tune_lucky(tmp_path, lucky=4, confirm_rounds=0)
@@ -429,6 +435,9 @@ def test_more_calls_raises_only_a_run_config_below_it():
     runner.config = RunConfig(number=20)
     with more_calls(runner, 10):
         assert runner.config.number == 20
+    with more_calls(runner, 10, mean=True):                   # enough calls: means only
+        assert runner.config.number == 20 and runner.config.call_mean
+    assert runner.config == RunConfig(number=20)
     plain = Fine()
     with more_calls(plain, 10):                               # no RunConfig: left alone
         assert not hasattr(plain, "config")

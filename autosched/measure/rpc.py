@@ -244,7 +244,8 @@ class RPCRunner(ProgramRunner):
                                  br.time_cost + time.perf_counter() - t0)
         n = self.config.number * self.config.repeat
         costs = got if len(got) < n else repeat_costs(got, self.config.number,
-                                                      self.config.repeat)
+                                                      self.config.repeat,
+                                                      self.config.call_mean)
         mean = sum(costs) / len(costs)
         with self._lock:
             cur = self._best.get(task_key)

@@ -93,6 +93,10 @@ class RunConfig:
     # that one call: slow candidates are far from the best, and timing them `number`
     # more times would dominate the tuning wall time on large workloads.
     slow_call_seconds: float = 0.1
+    # a cost is the mean of its ``number`` calls (what consecutive calls deliver, as
+    # TVM's loop of ``number`` calls), not their median: re-timing's confirmation rounds
+    # use it (tuning.retime_states)
+    call_mean: bool = False
 
     def __post_init__(self):
         check_fields(self, ("number", "repeat"), 1, integer=True)
@@ -102,16 +106,19 @@ class RunConfig:
 
 
 @contextlib.contextmanager
-def more_calls(runner, number: int):
+def more_calls(runner, number: int, mean: bool = False):
     """While active, ``runner`` (a LocalRunner or DaskRunner: any runner with a RunConfig
-    ``config``) times at least ``number`` calls per measurement; other runners are left
-    as they are.  Re-timing uses it: on this machine the median of 3 calls of a 1 ms
-    conv varies by 4-11% from one measurement to the next, the median of 10 by 1-4%."""
+    ``config``) times at least ``number`` calls per measurement, and with ``mean`` a cost
+    is their mean (``RunConfig.call_mean``); other runners are left as they are.
+    Re-timing uses it: on this machine the median of 3 calls of a 1 ms conv varies by
+    4-11% from one measurement to the next, the median of 10 by 1-4%."""
     config = getattr(runner, "config", None)
-    if not isinstance(config, RunConfig) or config.number >= number:
+    if not isinstance(config, RunConfig) or (config.number >= number and
+                                             config.call_mean == mean):
         yield
         return
-    runner.config = dataclasses.replace(config, number=number)
+    runner.config = dataclasses.replace(config, number=max(number, config.number),
+                                        call_mean=mean)
     try:
         yield
     finally:
@@ -245,13 +252,15 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float, 
     except Exception as e:
         return [], int(MeasureErrorNo.RUNTIME_DEVICE), \
             f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-    return repeat_costs(calls, config.number, config.repeat), int(MeasureErrorNo.NO_ERROR), ""
+    return repeat_costs(calls, config.number, config.repeat, config.call_mean), \
+        int(MeasureErrorNo.NO_ERROR), ""
 
 
-def repeat_costs(calls, number: int, repeat: int) -> list:
-    """One cost per repeat: the median of its ``number`` individually timed calls."""
-    return [float(statistics.median(calls[r * number:(r + 1) * number]))
-            for r in range(repeat)]
+def repeat_costs(calls, number: int, repeat: int, mean: bool = False) -> list:
+    """One cost per repeat: the median (``mean``: the mean) of its ``number``
+    individually timed calls."""
+    agg = statistics.fmean if mean else statistics.median
+    return [float(agg(calls[r * number:(r + 1) * number])) for r in range(repeat)]
 
 
 def run_limits(cfg: RunConfig, cutoff, timeout: float, best):
