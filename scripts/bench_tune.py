@@ -57,6 +57,7 @@ SPECS = {
     "depthwise": "depthwise_conv2d",
     "softmax": "softmax",
 }
+ROUNDS = 7          # interleaved re-timing rounds (side_by_side.interleaved's default)
 DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "matmul:1024", "conv2d", "dense_bias_relu",
                      "depthwise", "softmax"]
 
@@ -117,8 +118,9 @@ def best_within(task, log: str, n_records: int):
     return serialize.state_from_record(task, rec), rec.mean_cost
 
 
-def retime(name: str, task, states: dict) -> dict:
-    """Seconds of each budget's best state, the default schedule and numpy (interleaved)."""
+def retime(name: str, task, states: dict, rounds: int = ROUNDS) -> dict:
+    """Seconds of each budget's best state, the default schedule and numpy (interleaved,
+    ``rounds`` rounds)."""
     tensors = task.compute_dag.tensors
     rng = np.random.default_rng(0)
     # 64-byte aligned, as the tuner measures and a relay build runs (cli._arrays)
@@ -136,10 +138,10 @@ def retime(name: str, task, states: dict) -> dict:
         timers[f"best@{b}"] = kernel_timer(mod, ins)
     if entry.numpy_ref is not None:
         timers["numpy"] = numpy_timer(entry.numpy_ref, arrays[:-1])
-    return interleaved(timers)
+    return interleaved(timers, rounds=rounds)
 
 
-def retime_run(name: str, args, run: dict, budgets) -> None:
+def retime_run(name: str, args, run: dict, budgets, rounds: int = ROUNDS) -> None:
     """(Re-)time one tuned run from its log: each budget's best, default, numpy."""
     task = auto.SearchTask(func=name, args=tuple(args), target="llvm")
     flops = task.compute_dag.flop_ct
@@ -151,7 +153,7 @@ def retime_run(name: str, args, run: dict, budgets) -> None:
         if st is not None:
             states[b] = st
     run["logged_gflops"] = logged
-    run["seconds"] = retime(name, task, states)
+    run["seconds"] = retime(name, task, states, rounds)
     mark_default_answers(task, run, states)
 
 
@@ -170,7 +172,7 @@ def mark_default_answers(task, run: dict, states: dict) -> None:
             secs[f"best@{b}"] = secs["default"]
 
 
-def retime_all(path: str, budgets) -> dict:
+def retime_all(path: str, budgets, rounds: int = ROUNDS) -> dict:
     """Re-time every run of an earlier JSON from its logs, on a machine with no tuner
     running (the logs are kept in the temp directory the run printed)."""
     with open(path) as f:
@@ -179,7 +181,7 @@ def retime_all(path: str, budgets) -> dict:
     for spec, res in out.items():
         name, _ = parse_workload(spec)
         for run in res["runs"]:
-            retime_run(name, res["args"], run, budgets)
+            retime_run(name, res["args"], run, budgets, rounds)
             secs = run["seconds"]
             print(f"  {spec} retimed: " + ", ".join(f"{k} {res['flops'] / v / 1e9:.1f}"
                                                     for k, v in secs.items()), flush=True)
@@ -194,7 +196,7 @@ def run_workload(spec: str, ns) -> dict:
         r = tune_once(name, args, ns.model, ns.trials, seed, ns.per_round, ns.retime_k)
         task = r.pop("task")
         flops = task.compute_dag.flop_ct
-        retime_run(name, args, r, ns.trials)
+        retime_run(name, args, r, ns.trials, ns.rounds)
         secs = r["seconds"]
         per_seed.append(r)
         print(f"  {spec} seed {seed}: " + ", ".join(f"{k} {flops / v / 1e9:.1f}"
@@ -270,6 +272,10 @@ def main(argv=None) -> int:
     p.add_argument("--retime-k", type=int, default=4, metavar="K",
                    help="at each budget re-time the best K states and the default's "
                         "(as tune's --retime; 0: the plain minimum, as TVM)")
+    p.add_argument("--rounds", type=int, default=ROUNDS, metavar="N",
+                   help="rounds of the final interleaved re-timing (median of N figures "
+                        "per program; two builds of one program measured up to 5%% apart "
+                        "with 7 here)")
     p.add_argument("--json", default="results/bench_tune.json")
     p.add_argument("--retime", metavar="JSON",
                    help="only re-time the runs of an earlier JSON from their logs")
@@ -280,13 +286,14 @@ def main(argv=None) -> int:
     print(f"measured FMA peak: {fma['gflops']:.1f} GFLOPS on {fma['threads']} threads",
           flush=True)
     if ns.retime:
-        out = retime_all(ns.retime, ns.trials)
+        out = retime_all(ns.retime, ns.trials, ns.rounds)
     else:
         out = {spec: run_workload(spec, ns) for spec in ns.workloads}
     print_table(out, ns.trials, _baseline_rows(ns.baseline), fma["gflops"])
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
         json.dump({"host": {**host_info(), "fma_peak": fma}, "model": ns.model, "seeds": ns.seeds,
+                   "retime_rounds": ns.rounds,
                    "trials": ns.trials,
                    "summary": {s: summarize(r, ns.trials) for s, r in out.items()},
                    "workloads": out}, f, indent=2, default=str)

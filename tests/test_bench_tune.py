@@ -65,3 +65,15 @@ def test_workload_names_are_checked(bench):
         with pytest.raises(SystemExit, match=f"unknown workload '{bad}'; expected matmul:N "
                            "or one of conv2d, dense_bias_relu, depthwise, softmax"):
             bench.parse_workload(bad)
+
+
+def test_the_final_retiming_runs_the_rounds_asked_for(bench, monkeypatch):
+    task = auto.SearchTask(func="matmul", args=(64, 64, 64))
+    asked = []
+
+    def fake_interleaved(timers, rounds=7, settle=0.25):
+        asked.append((sorted(timers), rounds))
+        return {k: 1e-3 for k in timers}
+    monkeypatch.setattr(bench, "interleaved", fake_interleaved)
+    got = bench.retime("matmul", task, {64: default_state(task)}, rounds=15)
+    assert asked == [(["best@64", "default", "numpy"], 15)] and got["best@64"] == 1e-3
