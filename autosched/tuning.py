@@ -222,9 +222,9 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
     some kernels' calls are heavy-tailed.  On matmul 1024 the default schedule's calls
     measured a median of 14.7 ms with calls of 24 ms among them; by the per-call median
     it was 8% faster than a tuned state, by the mean (a model running it, and TVM's
-    measure) 6% slower, and confirmation by medians kept the default on every seed of
-    matmul 1024, conv2d and dense+bias+ReLU.  Measurement errors (ClusterError,
-    TuningStopped) propagate."""
+    measure) 6% slower, and confirmation by medians answered with the default on every
+    seed of matmul 1024 and conv2d.  Measurement errors (ClusterError, TuningStopped)
+    propagate."""
     ranked: dict = {}
     for cost, st in sorted(policy.measured, key=lambda x: x[0]):
         ranked.setdefault(str(st), (st, [cost]))
