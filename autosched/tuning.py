@@ -243,7 +243,9 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
         return math.inf, 0
     inputs = [MeasureInput(task, st) for st, _ in ranked.values()]
     builds = measurer.build(inputs)
-    figures = {k: costs for k, (_, costs) in ranked.items()}
+    # a policy re-timed before (an earlier tune() call) continues from those figures
+    past = getattr(policy, "retimed_figures", {})
+    figures = {k: costs + past.get(k, []) for k, (_, costs) in ranked.items()}
     keys = list(figures)
     with more_calls(measurer.runner, RETIME_CALLS):
         done = _time_rounds(policy, measurer, inputs, builds, range(len(keys)), rounds,
@@ -255,6 +257,8 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
             done += _time_rounds(policy, measurer, inputs, builds, pair, confirm_rounds,
                                  figures)
         order = rank_figures(figures, dkey)
+    if isinstance(past, dict):
+        past.update({k: v[1:] for k, v in figures.items()})    # all but the trial's
     return retimed_cost(figures[order[0]]), done
 
 

@@ -388,6 +388,25 @@ def test_no_confirmation_when_the_default_leads(tmp_path):
     assert stats.retimed == 2 * 3 and str(best) == key     # the default is one of the 2 best
 
 
+def test_a_second_tune_call_retimes_from_the_figures_of_the_first(tmp_path):
+    """The policy keeps its re-timing figures, so a later tune() call of it ranks on the
+    figures its log holds (here the default's 1 + 3 + 5, then 3 + 5 more)."""
+    task = auto.SearchTask(func="matmul", args=(32, 32, 32))
+    key = str(default_state(task))
+    fake = LuckyThenSlow(key, lucky=4)
+    log = tmp_path / "twice.json"
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0)
+    for trials in (8, 4):
+        task.tune(auto.TuningOptions(
+            num_measure_trials=trials, num_measures_per_round=4, verbose=0, builder=fake,
+            runner=fake, retime_top_k=2, retime_rounds=3, confirm_rounds=5,
+            measure_callbacks=[auto.RecordToFile(str(log))]), policy)
+        in_log = [r.mean_cost for r in load_records(log)
+                  if repr(r.input.steps) == default_steps_repr(default_state(task))]
+        assert policy.retimed_figures[key] == in_log[1:]
+    assert len(in_log) >= 1 + 2 * 3
+
+
 def test_confirm_rounds_must_be_a_count():
     with pytest.raises(ValueError, match="confirm_rounds"):
         auto.TuningOptions(confirm_rounds=-1)

@@ -57,6 +57,10 @@ class _Policy:
         self.verbose = verbose
         self.measured_keys: set = set()
         self.measured: list = []
+        # str(state) -> the figures tuning.retime_states measured for it at the end of
+        # earlier tune() calls of this policy (its later re-timings continue from them,
+        # as the log, which has them all, is ranked)
+        self.retimed_figures: dict = {}
         self.search_seconds = 0.0
         self.preloaded = 0            # records loaded by init callbacks (PreloadMeasuredStates)
         self.init_search_callbacks: list = []
