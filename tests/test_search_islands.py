@@ -5,6 +5,7 @@ import gc
 import pickle
 import random
 import sys
+import threading
 
 import pytest
 
@@ -278,6 +279,8 @@ def test_a_trained_xgb_model_asks_for_xgboost_in_the_helpers():
     states = policy.sample_initial_population(12)
     model = XGBModel(seed=0)
     assert model.snapshot_modules() == ()           # the prior travels as JSON
+    assert model.upcoming_modules() == ("xgboost",)     # ... until the first training
+    assert RandomModel(0).upcoming_modules() == ()
     rng = random.Random(0)
     model.params = type(model.params)(prior_warmup_sample=10, num_boost_round=3)
     model.update([MeasureInput(task, s) for s in states],
@@ -285,6 +288,48 @@ def test_a_trained_xgb_model_asks_for_xgboost_in_the_helpers():
                   for _ in states])
     assert model.snapshot_modules() == ("xgboost",)   # the next snapshot trains
     assert RandomModel(0).snapshot_modules() == ()
+
+
+class _Upcoming(RandomModel):
+    """A random model whose later snapshots would need ``colorsys`` in the helpers."""
+
+    def upcoming_modules(self):
+        return ("colorsys",)
+
+
+def test_helpers_import_the_upcoming_modules_after_their_islands(monkeypatch):
+    monkeypatch.setattr(islands, "_POOL", [])
+    monkeypatch.setattr(islands, "_WARMED", set())
+    task = _task()
+    run = islands.start_islands(task, RandomModel(0), PARALLEL, [], 2, 32, set(), 8, 2,
+                                random.Random(0), warm_after=("colorsys",))
+    done, failed = run.results()
+    try:
+        assert not failed and len(done) == 2
+        with islands._LOCK:          # the import runs under the lock, after the islands
+            seen = [o.value for o in islands._POOL[0].map(_imported, [("colorsys",)] * 2, 60)]
+        assert seen == [True, True]
+        assert islands._WARMED == {(2, "colorsys")}
+    finally:
+        islands._POOL.pop().close()
+
+
+def test_a_round_does_not_wait_for_the_helpers_upcoming_imports(monkeypatch):
+    released = threading.Event()
+    calls: list = []
+
+    def slow_import(n_helpers, modules):
+        # True only if the round's picks were returned while this import was running
+        calls.append((n_helpers, tuple(modules), released.wait(20)))
+
+    monkeypatch.setattr(islands, "_import_in_helpers", slow_import)
+    policy = auto.SketchPolicy(_task(), _Upcoming(0), params=PARALLEL, seed=0, verbose=0)
+    picks = policy.pick_states(8)
+    released.set()
+    with islands._LOCK:              # the background thread is done with the pool
+        pass
+    assert len(picks) == 8
+    assert calls == [(1, ("colorsys",), True)]
 
 
 class _GcSpy(CostModel):

@@ -37,6 +37,12 @@ class CostModel:
         them in its helpers ahead of time, while this process prepares the snapshot."""
         return ()
 
+    def upcoming_modules(self) -> tuple:
+        """Modules a later ``snapshot()`` may need (e.g. once the model has trained):
+        the search imports them in its helpers when they are idle, after a round's
+        islands, so the round that first needs them does not wait for the import."""
+        return self.snapshot_modules()
+
 
 class RandomModel(CostModel):
     def __init__(self, seed: int = 0):

@@ -342,6 +342,10 @@ class XGBModel(CostModel):
         ready = self._booster is not None or (self._records and self.num_records >= self.warmup)
         return ("xgboost",) if ready else ()
 
+    def upcoming_modules(self) -> tuple:
+        """xgboost: every snapshot after the first training holds a booster."""
+        return ("xgboost",)
+
     def predict_rows(self, rows) -> np.ndarray:
         """Program scores for a list of feature matrices (one per program)."""
         X = np.concatenate(rows)

@@ -27,7 +27,11 @@ Invariants:
   its memo, and a cold one made the helper's island ~10% slower than the tuner's;
 - ``warm_helpers`` imports what a model's snapshot will need (xgboost) in the helpers
   while the tuner trains that model, instead of inside the next island job, where the
-  tuner's own island would wait for it.  A helper imports xgboost without its
+  tuner's own island would wait for it.  A model names what its later snapshots will
+  need (``upcoming_modules``) and the helpers import it right after a round's islands,
+  under the pool's lock but without holding back ``results``: training the first
+  booster takes ~0.1 s and the import 0.3-0.5 s, so warming up only then left that
+  round's helper island starting late.  A helper imports xgboost without its
   scikit-learn interface (which it never uses): with scikit-learn, the import costs
   1.2 s, of which 0.9 s is scikit-learn and scipy.stats, and a first training (0.1 s)
   ended long before it.  Only helpers and the ``tune`` command's own process
@@ -115,15 +119,24 @@ def warm_helpers(n_helpers: int, modules) -> threading.Thread | None:
 
     def run():
         with _LOCK:
-            try:
-                _pool(n_helpers).map_each(import_modules, (todo,), ISLAND_TIMEOUT)
-                _WARMED.update((n_helpers, m) for m in todo)
-            except BaseException:     # the island jobs will report it
-                pass
+            _import_in_helpers(n_helpers, todo)
 
     thread = threading.Thread(target=run, daemon=True, name="autosched-warm-helpers")
     thread.start()
     return thread
+
+
+def _import_in_helpers(n_helpers: int, modules) -> None:
+    """Import ``modules`` in each of ``n_helpers`` helpers, once per pool; callers hold
+    _LOCK.  Best effort: a failure shows up in the next island job."""
+    todo = tuple(m for m in modules if (n_helpers, m) not in _WARMED)
+    if not todo:
+        return
+    try:
+        _pool(n_helpers).map_each(import_modules, (todo,), ISLAND_TIMEOUT)
+        _WARMED.update((n_helpers, m) for m in todo)
+    except BaseException:     # the island jobs will report it
+        pass
 
 
 def run_island_job(seed: int, payload: bytes) -> list:
@@ -177,17 +190,23 @@ class IslandRun:
     """Island jobs running in the helpers (a background thread waits for them).  The
     jobs arrive pickled: the tuner's thread goes on using the task (its DAG fills
     caches lazily), so pickling it from the background thread could see a dict change
-    size mid-iteration."""
+    size mid-iteration.  ``warm_after``: modules the helpers then import (still under
+    the pool's lock, so the next round's jobs queue behind it) while the caller merges
+    and measures -- ``results`` does not wait for that."""
 
-    def __init__(self, jobs: list, error: BaseException | None = None):
+    def __init__(self, jobs: list, error: BaseException | None = None,
+                 warm_after: tuple = ()):
         self._outcomes: list = []
         self._error = error
-        self._thread = threading.Thread(target=self._run, args=(jobs,), daemon=True,
-                                        name="autosched-islands")
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(jobs, warm_after),
+                                        daemon=True, name="autosched-islands")
         if error is None:
             self._thread.start()
+        else:
+            self._ready.set()
 
-    def _run(self, jobs) -> None:
+    def _run(self, jobs, warm_after) -> None:
         with _LOCK:
             try:
                 self._outcomes = _pool(len(jobs)).map(run_island_job, jobs, ISLAND_TIMEOUT)
@@ -195,11 +214,14 @@ class IslandRun:
                 self._error = err
                 if isinstance(err, WorkerError):
                     _START_FAILED.append(str(err))
+            finally:
+                self._ready.set()
+            if self._error is None:
+                _import_in_helpers(len(jobs), warm_after)
 
     def results(self) -> tuple:
         """(the successful islands' [(score, steps)] lists, failure descriptions)."""
-        if self._thread.is_alive():
-            self._thread.join()
+        self._ready.wait()
         if self._error is not None:
             return [], [f"{type(self._error).__name__}: {self._error}"]
         done, failed = [], []
@@ -214,9 +236,11 @@ class IslandRun:
 
 def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: int,
                   n_init: int, measured, n_out: int, num_cores: int, rng,
-                  sketch_steps=None) -> IslandRun:
+                  sketch_steps=None, warm_after: tuple = ()) -> IslandRun:
     """Start ``n_helpers`` islands of ``task``; their seeds are drawn from ``rng``;
-    ``sketch_steps``: the sketches to use as step tuples (None: the task's own)."""
+    ``sketch_steps``: the sketches to use as step tuples (None: the task's own);
+    ``warm_after``: modules the helpers import once their islands are done (a later
+    snapshot's, e.g. xgboost while the model is still the prior)."""
     seed_steps = [tuple(st.transform_steps) for st in seeds]
     measured = frozenset(measured)
     seeds_drawn = [rng.randrange(2 ** 31) for _ in range(n_helpers)]
@@ -225,4 +249,4 @@ def start_islands(task, snapshot, params: SearchParams, seeds: list, n_helpers: 
                                 num_cores, sketch_steps))
     except (pickle.PicklingError, TypeError, AttributeError) as err:
         return IslandRun([], error=err)      # e.g. a model whose snapshot cannot travel
-    return IslandRun([(seed, payload) for seed in seeds_drawn])
+    return IslandRun([(seed, payload) for seed in seeds_drawn], warm_after=warm_after)

@@ -151,9 +151,14 @@ class SketchPolicy(_Policy):
         # the sketches as steps
         sketch_steps = None if not self.custom_sketch_rules else tuple(
             tuple(s.transform_steps) for s in self.generate_sketches())
+        # what later snapshots need (xgboost, once the prior gives way to a trained
+        # booster) is imported by the helpers after this round's islands, while the
+        # tuner measures: imported during the first trained round's training instead,
+        # it held that round's helper island back by 0.3-0.5 s
+        upcoming = getattr(self.model, "upcoming_modules", tuple)()
         run = start_islands(self.task, snapshot, island, seeds, helpers, share,
                             self.measured_keys, n_out, self.num_cores, self.rng,
-                            sketch_steps)
+                            sketch_steps, warm_after=upcoming)
         init = self.sample_initial_population(share)
         scored = self._evolve(init + seeds, n_out, island)
         done, failed = run.results()
