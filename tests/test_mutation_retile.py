@@ -13,7 +13,14 @@ import autosched as auto
 from autosched import catalog
 from autosched.errors import InvalidStepError
 from autosched.features.extract import featurize_raw
-from autosched.features.nest import _nest_plan, leaves_agree, leaves_of
+from autosched.features.nest import (
+    _nest_plan,
+    _remirror_plan,
+    leaves_agree,
+    leaves_of,
+    mirror_leaves,
+    remirror_leaves,
+)
 from autosched.loop_state import LoopState
 from autosched.search import init_rules, mutation_rules
 from autosched.search.init_rules import location_candidates
@@ -246,3 +253,35 @@ def test_compute_location_places_are_kept_per_structure(name):
     assert bool(moved) == (name != "dense_bias_relu")
     for child in moved:
         _assert_replays_to_itself(child)
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
+                                  "depthwise_conv2d", "conv2d_nhwc", "batch_matmul"])
+def test_remirrored_leaves_equal_a_full_mirror_and_share_the_untouched_stages(name):
+    pairs = _tile_children(name)
+    n_shared = 0
+    for parent, child in pairs:
+        changed = [j for j, (a, b) in enumerate(zip(child.transform_steps,
+                                                     parent.transform_steps)) if a is not b]
+        if not changed or child._struct is not parent._struct:
+            continue                     # replayed children: not retile's case
+        full = mirror_leaves(child, check_splits=True)
+        again = remirror_leaves(parent, child, changed)
+        assert again == full, str(child)
+        touched = {child.transform_steps[j].stage_id for j in changed}
+        n_shared += sum(a is b for sid, (a, b) in enumerate(zip(again, leaves_of(parent)))
+                        if sid not in touched)
+    assert n_shared > 0
+
+
+def test_remirror_plan_marks_stages_split_before_a_dataflow_step():
+    # rfactor: the reduction is split, then factored out -- the stages that split acts
+    # on are not the structure's alone, so re-mirroring them falls back to a full mirror
+    dag = _task("matmul").compute_dag
+    state = dag.init_state()
+    apply_step(state, ST.SplitStep(2, 2, state.stages[2].iters[2].extent, (16,), True))
+    apply_step(state, ST.RfactorStep(2, 3, 2))
+    plan = _remirror_plan(state)
+    assert 2 not in plan[0] or 3 not in plan[0]
+    assert all(sid in plan[3] for sid in plan[0])
+    assert plan[4] == tuple(state.transform_steps)

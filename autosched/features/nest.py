@@ -161,36 +161,33 @@ def _final_positions(steps, n0) -> dict:
     return {ident: pos for pos, ident in enumerate(ids)}
 
 
-def mirror_leaves(state, check_splits: bool = False) -> list | None:
-    """Per stage, the atoms of each leaf loop (see the module docstring).  With
-    ``check_splits``: None when a split step's recorded extent is not its loop's (the
-    check ``SplitStep`` makes when it is applied)."""
+_DATAFLOW = (CacheReadStep, CacheWriteStep, RfactorStep)
+_LEAF_STEPS = (SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep)
+
+
+def mirror_leaves(state, check_splits: bool = False, stop: int | None = None) -> list | None:
+    """Per stage, the atoms of each leaf loop (see the module docstring), after the
+    first ``stop`` steps (all by default).  With ``check_splits``: None when a split
+    step's recorded extent is not its loop's (the check ``SplitStep`` makes when it is
+    applied)."""
     steps, stages = state.transform_steps, state.stages
     ops = state.dag.ops
     leaves = [_root_leaves(op) if isinstance(op, ComputeOp) else [] for op in ops]
     memo = state.struct_memo()      # the steps' kinds decide the final positions
     final = memo.get("final_positions")
     if final is None:
-        dataflow = any(type(s) in (CacheReadStep, CacheWriteStep, RfactorStep)
-                       for s in steps)
+        dataflow = any(type(s) in _DATAFLOW for s in steps)
         final = memo["final_positions"] = _final_positions(steps, len(ops)) \
             if dataflow else {}
     ids, nxt = list(range(len(ops))), len(ops)
-    for step in steps:
+    for step in steps if stop is None else steps[:stop]:
         t = type(step)
-        if t is SplitStep or t is FollowSplitStep or t is FollowFusedSplitStep:
-            lv, iid = leaves[step.stage_id], step.iter_id
-            if check_splits and t is SplitStep and step.extent is not None and \
-                    step.extent != leaf_extent(lv[iid]):
+        if t in _LEAF_STEPS:
+            lv = _leaf_step(step, t, steps, leaves[step.stage_id], check_splits)
+            if lv is None:
                 return None
-            lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
-        elif t is FuseStep:
-            lv, ids_ = leaves[step.stage_id], step.fused_ids
-            lv[ids_[0]:ids_[-1] + 1] = [_fused(tuple([lv[i] for i in ids_]))]
-        elif t is ReorderStep:
-            lv = leaves[step.stage_id]
-            leaves[step.stage_id] = [lv[i] for i in step.after_ids]
-        elif t is CacheReadStep or t is CacheWriteStep or t is RfactorStep:
+            leaves[step.stage_id] = lv
+        elif t in _DATAFLOW:
             at = step.stage_id + 1 if t is CacheReadStep else step.stage_id
             ids.insert(at, nxt)
             leaves.insert(at, _root_leaves(stages[final[nxt]].op))
@@ -198,6 +195,93 @@ def mirror_leaves(state, check_splits: bool = False) -> list | None:
             if t is not CacheReadStep:
                 leaves[at + 1] = _root_leaves(stages[final[ids[at + 1]]].op)
     return leaves
+
+
+def _leaf_step(step, t, steps, lv: list, check_splits: bool) -> list | None:
+    """A stage's leaves after one split, fuse or reorder step (``lv`` may be reused);
+    None when the split check fails (``mirror_leaves``)."""
+    if t is ReorderStep:
+        return [lv[i] for i in step.after_ids]
+    if t is FuseStep:
+        ids_ = step.fused_ids
+        lv[ids_[0]:ids_[-1] + 1] = [_fused(tuple([lv[i] for i in ids_]))]
+        return lv
+    iid = step.iter_id
+    if check_splits and t is SplitStep and step.extent is not None and \
+            step.extent != leaf_extent(lv[iid]):
+        return None
+    lv[iid:iid + 1] = _split_atoms(step, steps, lv[iid])
+    return lv
+
+
+def remirror_leaves(parent, child, changed) -> list | None:
+    """``mirror_leaves(child, check_splits=True)``, for a ``child`` whose steps are its
+    ``parent``'s but for the splits at indices ``changed``, all after the last dataflow
+    step (``search.retile``'s case): only the stages those splits, and the follow-splits
+    reading them, act on are mirrored again -- from their leaves at the last dataflow
+    step, which the structure decides when no earlier step split them -- and the
+    others are the parent's (shared, read-only).  Any other case mirrors in full."""
+    plan = _remirror_plan(parent)
+    steps = child.transform_steps
+    if tuple(steps[:len(plan[4])]) != plan[4]:      # shares the struct, not the prefix
+        return mirror_leaves(child, check_splits=True)
+    affected: set = set()
+    for j in changed:
+        affected.add(steps[j].stage_id)
+        affected.update(plan[2].get(j, ()))
+    if not affected <= plan[0]:
+        return mirror_leaves(child, check_splits=True)
+    pristine, own_steps, _, base, _ = plan
+    leaves = list(leaves_of(parent))
+    for sid in affected:
+        lv = list(base[sid])
+        for j in own_steps.get(sid, ()):
+            step = steps[j]
+            nxt = _leaf_step(step, type(step), steps, lv, True)
+            if nxt is None:
+                return None
+            lv = nxt
+        leaves[sid] = lv
+    return leaves
+
+
+def _remirror_plan(state) -> tuple:
+    """(stages no step splits, fuses or reorders up to the last dataflow step, each
+    stage's such steps after it, the stages following each split step, the first
+    set's leaves at the last dataflow step, the steps up to it): decided by the
+    structure and those steps, so kept in the struct_memo (the states that share it
+    share those steps; ``remirror_leaves`` checks)."""
+    memo = state.struct_memo()
+    plan = memo.get("remirror_plan")
+    if plan is not None:
+        return plan
+    steps = state.transform_steps
+    last = max((i for i, s in enumerate(steps) if type(s) in _DATAFLOW), default=-1)
+    ids, nxt, touched = list(range(len(state.dag.ops))), len(state.dag.ops), set()
+    for step in steps[:last + 1]:
+        t = type(step)
+        if t in _LEAF_STEPS:
+            touched.add(ids[step.stage_id])
+        elif t in _DATAFLOW:
+            ids.insert(step.stage_id + 1 if t is CacheReadStep else step.stage_id, nxt)
+            nxt += 1
+    pristine = frozenset(p for p, ident in enumerate(ids) if ident not in touched)
+    own: dict = {}
+    followers: dict = {}
+    for j in range(last + 1, len(steps)):
+        step, t = steps[j], type(steps[j])
+        if t in _LEAF_STEPS:
+            own.setdefault(step.stage_id, []).append(j)
+        if t is FollowSplitStep:
+            followers.setdefault(step.src_step_id, set()).add(step.stage_id)
+        elif t is FollowFusedSplitStep:
+            for src in step.src_step_ids:
+                followers.setdefault(src, set()).add(step.stage_id)
+    prefix = mirror_leaves(state, stop=last + 1)
+    assert prefix is not None                # unchecked mirroring never declines
+    base = {p: tuple(prefix[p]) for p in pristine}
+    plan = memo["remirror_plan"] = (pristine, own, followers, base, tuple(steps[:last + 1]))
+    return plan
 
 
 def leaf_extent(atoms) -> int:

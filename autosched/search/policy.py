@@ -155,7 +155,7 @@ class SketchPolicy(_Policy):
         # booster) is imported by the helpers after this round's islands, while the
         # tuner measures: imported during the first trained round's training instead,
         # it held that round's helper island back by 0.3-0.5 s
-        upcoming = getattr(self.model, "upcoming_modules", tuple)()
+        upcoming: tuple = getattr(self.model, "upcoming_modules", tuple)()
         run = start_islands(self.task, snapshot, island, seeds, helpers, share,
                             self.measured_keys, n_out, self.num_cores, self.rng,
                             sketch_steps, warm_after=upcoming)

@@ -7,7 +7,8 @@ each was a fifth of a search round.  When the changed splits all come after ever
 dataflow step, the new State has the known one's structure -- its ops, its iterators'
 names, kinds and annotations, its attach map, its dataflow key -- and only extents
 change, so they are read from the loop model's mirrored leaves (``features.nest``),
-at half the cost of a replay, and the printout (from the print template) and what
+at half the cost of a replay -- only the stages the changed splits act on are mirrored
+again (``remirror_leaves``; the others keep the known State's leaves) -- and the printout (from the print template) and what
 the structure alone decides from the known State's ``struct_memo``, which the two share.
 
 Invariants: exact where the loop model agrees with the known State's iterators
@@ -19,7 +20,7 @@ sampled and mutated states of every workload family.
 from __future__ import annotations
 
 from .. import state as S
-from ..features.nest import leaf_extent, leaves_agree, leaves_of, mirror_leaves
+from ..features.nest import leaf_extent, leaves_agree, leaves_of, remirror_leaves
 from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
 
 __all__ = ["may_retile", "retiled"]
@@ -56,7 +57,9 @@ def retiled(state, k: int, steps: list):
     child = S.State(state.dag, state.stages, state.attach_map, steps, True,
                     state.dataflow_key)
     child._struct = state.struct_memo()
-    leaves = mirror_leaves(child, check_splits=True)
+    old = state.transform_steps
+    leaves = remirror_leaves(state, child, [j for j in range(k, len(steps))
+                                            if steps[j] is not old[j]])
     if leaves is None:
         return None
     stages = child.stages
