@@ -7,9 +7,9 @@ each was a fifth of a search round.  When the changed splits all come after ever
 dataflow step, the new State has the known one's structure -- its ops, its iterators'
 names, kinds and annotations, its attach map, its dataflow key -- and only extents
 change, so they are read from the loop model's mirrored leaves (``features.nest``),
-at half the cost of a replay -- only the stages the changed splits act on are mirrored
-again (``remirror_leaves``; the others keep the known State's leaves) -- and the printout (from the print template) and what
-the structure alone decides from the known State's ``struct_memo``, which the two share.
+at half the cost of a replay (only the stages the changed splits act on are mirrored
+again: ``remirror_leaves``), and the printout (from the print template) and what the
+structure alone decides from the known State's ``struct_memo``, which the two share.
 
 Invariants: exact where the loop model agrees with the known State's iterators
 (``leaves_agree``); the split steps' extent checks (``SplitStep``) are made on the
