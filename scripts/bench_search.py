@@ -1,0 +1,202 @@
+"""Search benchmark: the CPU time of search rounds, by phase, beside an earlier run.
+
+    python3 scripts/bench_search.py [--workloads matmul:512 depthwise ...] [--rounds 4]
+        [--repeat 3] [--baseline results/bench_search_X.json] [--json out.json]
+
+Why: ``bench_tune``'s search overhead is a share of a wall time whose builds vary by
+25% from run to run on a shared machine, so it cannot show a search change of 10%.
+This times the search alone: per workload, ``rounds`` serial rounds of
+``SketchPolicy.pick_states(64)`` (one island of ``--population`` states, as the tuner
+evolves beside its helper's; 4 generations; synthetic costs recorded between rounds,
+so the model trains from the second round on, as in tuning).  Each phase is timed in
+CPU seconds of this process (``time.process_time``: steal time and other processes'
+bursts are left out), summed over the rounds after the first (the first round uses
+the prior and fills the memos), and the minimum over ``--repeat`` fresh policies is
+reported:
+- sample: the random initial population;
+- mutate: making the next generations (mutations and selection);
+- featurize: feature rows of the states the memo does not hold;
+- train: training the cost model (lazily, at its first use in a round);
+- score: the rest of the cost model's predictions (memo lookups, the booster);
+- other: the rest of ``pick_states`` (heaps, keys, picking).
+
+The picks' fingerprint (a hash of their printouts) shows whether two runs searched
+alike: a speed-up should change the time, not the fingerprint.  ``--baseline`` adds
+the ratio of each round's time to an earlier JSON's.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+
+import autosched as auto
+from autosched import catalog
+from autosched.cost_model import PRIOR_BUILTIN, XGBModel, xgb_model
+from autosched.measure.measurer import MeasureInput, MeasureResult
+from autosched.search import evolution
+from autosched.search import policy as policy_mod
+from autosched.search.evolution import SearchParams
+from autosched.search.policy import SketchPolicy
+
+WORKLOADS = {"matmul": ("matmul", None), "conv2d": ("conv2d_nchw", None),
+             "dense_bias_relu": ("dense_bias_relu", None),
+             "depthwise": ("depthwise_conv2d", None), "softmax": ("softmax", None)}
+DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "depthwise", "dense_bias_relu"]
+PHASES = ("sample", "mutate", "featurize", "train", "score", "other")
+
+
+def parse_workload(text: str) -> tuple:
+    """(catalog name, args) of ``matmul:N`` or a name of WORKLOADS."""
+    name, _, size = text.partition(":")
+    if name not in WORKLOADS or (size and (name != "matmul" or not size.isdigit())):
+        raise SystemExit(f"bench_search: unknown workload {text!r}; expected matmul:N or "
+                         f"one of {', '.join(WORKLOADS)}")
+    func, _ = WORKLOADS[name]
+    if name == "matmul":
+        n = int(size or 512)
+        return func, (n, n, n)
+    return func, catalog.BUILTIN[func].default_args
+
+
+class PhaseClock:
+    """Exclusive CPU seconds per phase while ``active``, by wrapping the search's
+    functions (``close`` removes the wrappers): a phase running inside another (the
+    features inside a prediction) is charged to itself only."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.active = False
+        self._stack: list = []      # per running wrapped call: its nested phases' time
+        self._undo: list = []
+        self._wrap(policy_mod, "sample_population", "sample")
+        self._wrap(evolution, "next_generation", "mutate")
+        self._wrap(xgb_model.XGBModel, "_featurize", "featurize")
+        self._wrap(xgb_model.XGBModel, "train", "train")
+        self._wrap(xgb_model.XGBModel, "predict", "score")
+
+    def _wrap(self, owner, attr: str, phase: str) -> None:
+        original = getattr(owner, attr)
+        clock, stack = self, self._stack
+
+        def timed(*args, **kwargs):
+            if not clock.active:
+                return original(*args, **kwargs)
+            stack.append(0.0)
+            t0 = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                dt = time.process_time() - t0
+                clock.seconds[phase] += dt - stack.pop()
+                if stack:
+                    stack[-1] += dt
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, original))
+
+    def close(self) -> None:
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+
+
+def _record_synthetic(policy, picks, rng) -> None:
+    """Measurements of ``picks`` with made-up costs, so the model trains."""
+    policy.record_measured([MeasureInput(policy.task, s) for s in picks],
+                           [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
+                            for _ in picks])
+
+
+def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict:
+    """Phase CPU seconds of rounds 2..``rounds`` of one fresh policy, and its picks'
+    fingerprint."""
+    task = auto.SearchTask(func=func, args=args, target="llvm")
+    params = SearchParams(search_workers=0, evolutionary_search_population=population)
+    policy = SketchPolicy(task, XGBModel(seed=seed, prior=PRIOR_BUILTIN), params=params,
+                          seed=seed, verbose=0)
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    clock = PhaseClock()
+    total = 0.0
+    try:
+        for r in range(rounds):
+            clock.active = r >= 1        # the first round fills the memos
+            t0 = time.process_time()
+            picks = policy.pick_states(64)
+            if r >= 1:
+                total += time.process_time() - t0
+            clock.active = False
+            for st in picks:
+                digest.update(str(st).encode())
+            _record_synthetic(policy, picks, rng)
+    finally:
+        clock.close()
+    phases = dict(clock.seconds)
+    phases["other"] = max(0.0, total - sum(v for k, v in phases.items() if k != "other"))
+    return {"round_s": total / max(1, rounds - 1),
+            "phases_s": {k: v / max(1, rounds - 1) for k, v in phases.items()},
+            "fingerprint": digest.hexdigest()[:16]}
+
+
+def bench(text: str, rounds: int, population: int, repeat: int) -> dict:
+    """The fastest of ``repeat`` searches (by round time), and whether all searched
+    alike."""
+    func, args = parse_workload(text)
+    runs = [one_search(func, args, rounds, population, seed=0) for _ in range(repeat)]
+    best = min(runs, key=lambda r: r["round_s"])
+    prints = {r["fingerprint"] for r in runs}
+    if len(prints) != 1:
+        raise SystemExit(f"bench_search: {text}: repeated searches differ ({prints}); "
+                         "the search is not deterministic")
+    return dict(best, args=list(args), population=population, rounds=rounds,
+                round_s_all=[r["round_s"] for r in runs])
+
+
+def print_table(results: dict, baseline: dict | None) -> None:
+    head = f"{'workload':16s} {'round s':>8s} " + " ".join(f"{p:>9s}" for p in PHASES)
+    print(head + f" {'fingerprint':>16s}" + (f" {'vs before':>9s}" if baseline else ""))
+    for name, r in results.items():
+        row = f"{name:16s} {r['round_s']:8.3f} " + " ".join(
+            f"{r['phases_s'][p]:9.3f}" for p in PHASES) + f" {r['fingerprint']:>16s}"
+        if baseline:
+            old = baseline.get("workloads", {}).get(name)
+            if old:
+                same = "=" if old["fingerprint"] == r["fingerprint"] else "!"
+                row += f" {r['round_s'] / old['round_s']:8.2f}{same}"
+            else:
+                row += f" {'-':>9s}"
+        print(row)
+    if baseline:
+        print("vs before: this run's round time / the baseline's; '=' same picks, "
+              "'!' other picks")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", nargs="+", default=DEFAULT_WORKLOADS)
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--population", type=int, default=1024,
+                    help="one island's population (the tuner's share of 2048 on 2 cores)")
+    ap.add_argument("--baseline", help="an earlier bench_search JSON to compare with")
+    ap.add_argument("--json", help="write the results here")
+    ns = ap.parse_args(argv)
+    if ns.rounds < 2 or ns.repeat < 1:
+        raise SystemExit("bench_search: --rounds must be >= 2 and --repeat >= 1")
+    baseline = None
+    if ns.baseline:
+        with open(ns.baseline) as f:
+            baseline = json.load(f)
+    results = {w: bench(w, ns.rounds, ns.population, ns.repeat) for w in ns.workloads}
+    print_table(results, baseline)
+    if ns.json:
+        with open(ns.json, "w") as f:
+            json.dump({"workloads": results, "population": ns.population,
+                       "rounds": ns.rounds, "repeat": ns.repeat}, f, indent=1)
+        print(f"wrote {ns.json}")
+
+
+if __name__ == "__main__":
+    main()
