@@ -430,12 +430,23 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
     n, R, n_sp = len(atoms_list), info.n_root, info.n_spatial
     act = None if list(root_ext) == info.root_ext else \
         _shrink(atoms_list, root_ext, info.root_ext)
-    span, step = [0.0] * (n * R), [0.0] * (n * R)
+    # spans then steps, loop-major, in one list made into one array: the two are its
+    # halves (one conversion instead of two)
+    out, steps_at = [0.0] * (2 * n * R), n * R
     # a loop without atoms (extent 1; about half of them) keeps these defaults
     ext, pos = [1] * n, [POS_OUTER_SPATIAL] * n
     single = _single_root_positions(n_sp, R)
     for l, atoms in enumerate(atoms_list):
         if not atoms:
+            continue
+        if len(atoms) == 1:          # most loops: one atom, one root, nothing to mix
+            r, s, e = atoms[0]
+            a = e if act is None else act[(r, s)]
+            if a > 1:
+                out[l * R + r] = s * (a - 1)
+                out[steps_at + l * R + r] = s
+                ext[l] = a
+                pos[l] = single[r]
             continue
         # the loop's moving atoms: their extents' product, the last one's step, and
         # whether they move one root (its position) or several (mixed)
@@ -444,19 +455,19 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
             a = e if act is None else act[(r, s)]
             if a > 1:
                 x *= a
-                span[base + r] += s * (a - 1)
+                out[base + r] += s * (a - 1)
                 last_r, last_s = r, s
                 if first < 0:
                     first = r
                 elif r != first:
                     mixed = True
         if last_r >= 0:
-            step[base + last_r] = last_s
+            out[steps_at + base + last_r] = last_s
             ext[l] = x
             pos[l] = POS_MIXED if mixed else single[first]
-    span_a, step_a = np.array(span).reshape(n, R), np.array(step).reshape(n, R)
-    span_a.flags.writeable = step_a.flags.writeable = False
-    return ext, pos, span_a, step_a
+    both = np.array(out, dtype=np.float64).reshape(2, n, R)
+    both.flags.writeable = False          # and so are its halves, which are shared
+    return ext, pos, both[0], both[1]
 
 
 def _nest_plan(state) -> tuple:
