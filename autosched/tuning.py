@@ -244,8 +244,8 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
     inputs = [MeasureInput(task, st) for st, _ in ranked.values()]
     builds = measurer.build(inputs)
     # a policy re-timed before (an earlier tune() call) continues from those figures
-    past = getattr(policy, "retimed_figures", {})
-    figures = {k: costs + past.get(k, []) for k, (_, costs) in ranked.items()}
+    past = getattr(policy, "retimed_figures", None)      # None: a duck-typed policy
+    figures = {k: costs + (past or {}).get(k, []) for k, (_, costs) in ranked.items()}
     keys = list(figures)
     with more_calls(measurer.runner, RETIME_CALLS):
         done = _time_rounds(policy, measurer, inputs, builds, range(len(keys)), rounds,
@@ -257,7 +257,7 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
             done += _time_rounds(policy, measurer, inputs, builds, pair, confirm_rounds,
                                  figures)
         order = rank_figures(figures, dkey)
-    if isinstance(past, dict):
+    if past is not None:
         past.update({k: v[1:] for k, v in figures.items()})    # all but the trial's
     return retimed_cost(figures[order[0]]), done
 

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
+import pathlib
 import random
 import time
 
 import autosched as auto
-from autosched import catalog
 from autosched.cost_model import PRIOR_BUILTIN, XGBModel, xgb_model
 from autosched.measure.measurer import MeasureInput, MeasureResult
 from autosched.search import evolution
@@ -41,24 +42,15 @@ from autosched.search import policy as policy_mod
 from autosched.search.evolution import SearchParams
 from autosched.search.policy import SketchPolicy
 
-WORKLOADS = {"matmul": ("matmul", None), "conv2d": ("conv2d_nchw", None),
-             "dense_bias_relu": ("dense_bias_relu", None),
-             "depthwise": ("depthwise_conv2d", None), "softmax": ("softmax", None)}
 DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "depthwise", "dense_bias_relu"]
 PHASES = ("sample", "mutate", "featurize", "train", "score", "other")
 
-
-def parse_workload(text: str) -> tuple:
-    """(catalog name, args) of ``matmul:N`` or a name of WORKLOADS."""
-    name, _, size = text.partition(":")
-    if name not in WORKLOADS or (size and (name != "matmul" or not size.isdigit())):
-        raise SystemExit(f"bench_search: unknown workload {text!r}; expected matmul:N or "
-                         f"one of {', '.join(WORKLOADS)}")
-    func, _ = WORKLOADS[name]
-    if name == "matmul":
-        n = int(size or 512)
-        return func, (n, n, n)
-    return func, catalog.BUILTIN[func].default_args
+# the workload names are bench_tune's (matmul:N or one of its SPECS), parsed by it
+_spec = importlib.util.spec_from_file_location(
+    "bench_tune", pathlib.Path(__file__).resolve().parent / "bench_tune.py")
+bench_tune = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_tune)
+parse_workload = bench_tune.parse_workload
 
 
 class PhaseClock:
@@ -175,7 +167,8 @@ def print_table(results: dict, baseline: dict | None) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workloads", nargs="+", default=DEFAULT_WORKLOADS)
+    ap.add_argument("--workloads", nargs="+", default=DEFAULT_WORKLOADS,
+                    help="matmul:N or one of " + ", ".join(bench_tune.SPECS))
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--population", type=int, default=1024,

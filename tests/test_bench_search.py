@@ -15,7 +15,7 @@ def bench():
 
 def test_workload_names_are_checked(bench):
     assert bench.parse_workload("matmul:256") == ("matmul", (256, 256, 256))
-    assert bench.parse_workload("depthwise")[0] == "depthwise_conv2d"
+    assert bench.parse_workload("depthwise")[0] == "depthwise_conv2d"   # bench_tune's names
     for bad in ("matmul:x", "conv3d", "softmax:12"):
         with pytest.raises(SystemExit, match=f"unknown workload '{bad}'"):
             bench.parse_workload(bad)

@@ -245,6 +245,18 @@ def remirror_leaves(parent, child, changed) -> list | None:
     return leaves
 
 
+def last_dataflow_step(state) -> int:
+    """Index of the state's last dataflow step (cache_read, cache_write, rfactor; -1
+    without one): the structure decides it, so it is kept in the struct_memo."""
+    memo = state.struct_memo()
+    last = memo.get("last_dataflow")
+    if last is None:
+        last = memo["last_dataflow"] = max(
+            (i for i, s in enumerate(state.transform_steps) if type(s) in _DATAFLOW),
+            default=-1)
+    return last
+
+
 def _remirror_plan(state) -> tuple:
     """(stages no step splits, fuses or reorders up to the last dataflow step, each
     stage's such steps after it, the stages following each split step, the first
@@ -256,7 +268,7 @@ def _remirror_plan(state) -> tuple:
     if plan is not None:
         return plan
     steps = state.transform_steps
-    last = max((i for i, s in enumerate(steps) if type(s) in _DATAFLOW), default=-1)
+    last = last_dataflow_step(state)
     ids, nxt, touched = list(range(len(state.dag.ops))), len(state.dag.ops), set()
     for step in steps[:last + 1]:
         t = type(step)

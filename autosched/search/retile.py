@@ -20,30 +20,21 @@ sampled and mutated states of every workload family.
 from __future__ import annotations
 
 from .. import state as S
-from ..features.nest import leaf_extent, leaves_agree, leaves_of, remirror_leaves
-from ..steps.compute import CacheReadStep, CacheWriteStep, RfactorStep
+from ..features.nest import (
+    last_dataflow_step,
+    leaf_extent,
+    leaves_agree,
+    leaves_of,
+    remirror_leaves,
+)
 
 __all__ = ["may_retile", "retiled"]
-
-_DATAFLOW = (CacheReadStep, CacheWriteStep, RfactorStep)
 
 
 def may_retile(state, k: int) -> bool:
     """Whether ``retiled`` can build from ``state`` when its splits from index ``k`` on
     change (it may still decline when a split's extent check fails)."""
-    return state.concrete and k > _last_dataflow_step(state) and leaves_agree(state)
-
-
-def _last_dataflow_step(state) -> int:
-    """Index of the state's last dataflow step (-1 without one): the structure decides
-    it, so it is kept in the struct_memo."""
-    memo = state.struct_memo()
-    last = memo.get("last_dataflow")
-    if last is None:
-        last = memo["last_dataflow"] = max(
-            (i for i, s in enumerate(state.transform_steps) if isinstance(s, _DATAFLOW)),
-            default=-1)
-    return last
+    return state.concrete and k > last_dataflow_step(state) and leaves_agree(state)
 
 
 def retiled(state, k: int, steps: list):
