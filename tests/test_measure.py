@@ -120,8 +120,8 @@ def raising_job(x):
     return x * 10
 
 
-def gc_pausing_job():
-    return pause_gc_until_replied(), gc.isenabled()
+def gc_pausing_job(replies=1):
+    return pause_gc_until_replied(replies), gc.isenabled()
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +300,20 @@ def test_a_job_may_pause_the_collector_until_its_reply_is_sent():
     assert (after.status, after.value) == ("ok", True)     # resumed once the reply went
 
 
+def test_a_job_may_keep_the_collector_paused_through_the_next_jobs_reply():
+    with WorkerPool(1, "test-gc2") as pool:
+        first = pool.map(gc_pausing_job, [(2,)], timeout=30)[0]
+        between = pool.map(gc.isenabled, [()], timeout=30)[0]
+        after = pool.map(gc.isenabled, [()], timeout=30)[0]
+        # a job asking for the pause while it holds: True, and it ends after its reply
+        held = pool.map(gc_pausing_job, [(2,), ()], timeout=30)
+        last = pool.map(gc.isenabled, [()], timeout=30)[0]
+    assert first.value == (True, False)
+    assert (between.value, after.value) == (False, True)
+    assert [o.value for o in held] == [(True, False), (True, False)]
+    assert last.value is True
+
+
 def test_worker_pool_recycles_workers_after_max_jobs():
     with WorkerPool(1, "test-recycle", max_jobs_per_worker=2) as pool:
         pids = [o.value for o in pool.map(os.getpid, [()] * 5, timeout=30)]
@@ -316,6 +330,17 @@ def test_worker_pool_map_each_runs_once_in_every_worker():
         assert later <= set(pids)
         with pytest.raises(ValueError, match="WorkerPool.map_each timeout"):
             pool.map_each(os.getpid, (), timeout=0)
+
+
+def test_worker_pool_map_pinned_gives_job_i_to_worker_i():
+    with WorkerPool(3, "test-pinned") as pool:
+        pids = [o.value for o in pool.map_each(os.getpid, (), timeout=30)]
+        again = pool.map_pinned(os.getpid, [(), None, ()], timeout=30)
+        assert again[1] is None
+        assert [again[0].value, again[2].value] == [pids[0], pids[2]]
+        with pytest.raises(ValueError, match=r"WorkerPool.map_pinned: 4 jobs for 3 "
+                                             r"workers \(expected at most one job per"):
+            pool.map_pinned(os.getpid, [()] * 4, timeout=30)
 
 
 def test_worker_pool_reports_exceptions_in_order():

@@ -15,6 +15,7 @@ from autosched.cost_model import CostModel, RandomModel, XGBModel
 from autosched.features.extract import FeatureConfig
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.search import islands
+from autosched.search import policy as policy_module
 from autosched.search.evolution import SearchParams, paused_gc
 from autosched.search.mutation_rules import replay
 
@@ -191,7 +192,7 @@ def test_helpers_that_cannot_start_are_not_retried(monkeypatch):
     def no_start(self, fn, jobs, timeout):
         raise islands.WorkerError("worker process 'autosched-search-0' was not ready")
 
-    monkeypatch.setattr(islands.WorkerPool, "map", no_start)
+    monkeypatch.setattr(islands.WorkerPool, "map_pinned", no_start)
     monkeypatch.setattr(islands, "_START_FAILED", [])
     monkeypatch.setattr(islands, "_POOL", [])
     policy = auto.SketchPolicy(_task(), RandomModel(0), params=PARALLEL, seed=0, verbose=0)
@@ -221,22 +222,73 @@ def _imported(name: str) -> bool:
     return name in sys.modules
 
 
-def test_warm_helpers_imports_the_snapshot_modules_in_every_helper(monkeypatch):
+def _islands(task, n_helpers=2, **kw):
+    return islands.start_islands(task, PARALLEL, [], n_helpers, 32, set(), 8, 2,
+                                 random.Random(0), **kw)
+
+
+def test_helpers_import_the_snapshot_modules_before_their_evolution(monkeypatch):
     monkeypatch.setattr(islands, "_POOL", [])
     monkeypatch.setattr(islands, "_WARMED", set())
     # a stdlib module nothing here imports: its presence in a helper is the warm-up's
     name = "colorsys"
-    thread = islands.warm_helpers(2, (name,))
-    assert thread is not None
-    thread.join(60)
+    run = _islands(_task(), warm_before=(name,))
+    run.evolve(RandomModel(0))
+    done, failed = run.results()
     try:
+        assert not failed and len(done) == 2
         with islands._LOCK:
             seen = [o.value for o in islands._POOL[0].map(_imported, [(name,)] * 2, 60)]
         assert seen == [True, True]
-        assert islands.warm_helpers(2, (name,)) is None        # done once per pool
-        assert islands.warm_helpers(2, ()) is None
+        assert islands._WARMED == {(2, name)}         # done once per pool
     finally:
         islands._POOL.pop().close()
+
+
+def test_helpers_sample_before_the_snapshot_and_evolve_alike(monkeypatch):
+    monkeypatch.setattr(islands, "_POOL", [])
+    task = _task()
+    run = _islands(task, n_helpers=1)
+    try:
+        # the helper's sample is done although no model was handed over yet
+        assert run._sampled.wait(60)
+        run.evolve(RandomModel(3))
+        done, failed = run.results()
+    finally:
+        islands._POOL.pop().close()
+    assert not failed
+    # the same island as one whole search with the seed drawn for the helper
+    seed = random.Random(0).randrange(2 ** 31)
+    whole = islands.run_island(task, RandomModel(3), PARALLEL, seed, 32, [], set(), 8, 2)
+    assert done == [whole]
+
+
+def test_the_policy_trains_while_the_helpers_sample(monkeypatch):
+    runs: list = []
+    start = islands.start_islands
+
+    def recording_start(*args, **kw):
+        runs.append(start(*args, **kw))
+        return runs[-1]
+
+    class Watching(RandomModel):
+        sampled_during_snapshot: list = []
+
+        def snapshot(self):
+            self.sampled_during_snapshot.append(runs[-1]._sampled.wait(60))
+            return super().snapshot()
+
+    monkeypatch.setattr(policy_module, "start_islands", recording_start)
+    model = Watching(0)
+    policy = auto.SketchPolicy(_task(), model, params=PARALLEL, seed=0, verbose=0)
+    assert len(policy.pick_states(8)) == 8
+    assert model.sampled_during_snapshot == [True]
+
+
+def test_an_evolution_job_without_its_sample_fails_clearly():
+    with pytest.raises(RuntimeError, match="no longer holds the island's sampled "
+                                           "population .*restarted"):
+        islands.evolve_island_job(-1, pickle.dumps(RandomModel(0)))
 
 
 def _scores_and_modules(payload):
@@ -258,10 +310,9 @@ def test_helpers_import_xgboost_without_scikit_learn_and_score_alike(monkeypatch
                   for _ in states[:16]])
     snap = model.snapshot()
     assert snap.booster is not None
-    thread = islands.warm_helpers(1, model.snapshot_modules())
-    assert thread is not None
-    thread.join(120)
     try:
+        with islands._LOCK:
+            islands._import_in_helpers(1, model.snapshot_modules())
         with islands._LOCK:
             out = islands._POOL[0].map(_scores_and_modules,
                                        [(pickle.dumps((snap, task, states[16:])),)], 120)
@@ -301,8 +352,8 @@ def test_helpers_import_the_upcoming_modules_after_their_islands(monkeypatch):
     monkeypatch.setattr(islands, "_POOL", [])
     monkeypatch.setattr(islands, "_WARMED", set())
     task = _task()
-    run = islands.start_islands(task, RandomModel(0), PARALLEL, [], 2, 32, set(), 8, 2,
-                                random.Random(0), warm_after=("colorsys",))
+    run = _islands(task, warm_after=("colorsys",))
+    run.evolve(RandomModel(0))
     done, failed = run.results()
     try:
         assert not failed and len(done) == 2

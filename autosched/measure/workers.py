@@ -30,9 +30,11 @@ Invariants:
 - a worker exits within a second of its tuner's death, even mid-job (``_watch_owner``);
 - workers are recycled after ``max_jobs_per_worker`` jobs (llvmlite leaks ~75 KB per
   compile); outcomes come back in job order;
-- a job may pause the cyclic garbage collector until its reply is sent
-  (``pause_gc_until_replied``): the collection of what it left behind then runs after
-  the caller has its result, not before.
+- a job may pause the cyclic garbage collector until its reply is sent, or until the
+  reply of a later job that continues it (``pause_gc_until_replied``): the collection
+  of what it left behind then runs after the caller has its result, not before;
+- ``map_pinned`` gives job i to worker i, so a job can continue what an earlier job
+  left in its worker (a restarted worker has lost it: the job checks).
 """
 from __future__ import annotations
 
@@ -127,24 +129,33 @@ def _watch_owner(owner: int) -> None:
 
 
 _IN_WORKER: list = []        # [True] in a worker process (set by _serve)
-_GC_AFTER_REPLY: list = []   # [True] while a job has the collector paused until its reply
+_GC_AFTER_REPLY: list = []   # [replies to go] while jobs have the collector paused
 
 
-def pause_gc_until_replied() -> bool:
-    """In a worker, during a job: pause the cyclic garbage collector until the job's
-    reply has been sent (the worker loop resumes it), and return True.  Outside a
-    worker (or with the collector already paused) do nothing and return False."""
-    if not _IN_WORKER or not gc.isenabled():
+def pause_gc_until_replied(replies: int = 1) -> bool:
+    """In a worker, during a job: pause the cyclic garbage collector until the reply
+    of this job and the next ``replies - 1`` jobs has been sent (the worker loop
+    resumes it), and return True -- also when an earlier job's pause still holds
+    through this one.  Outside a worker (or with the collector paused otherwise) do
+    nothing and return False."""
+    if not _IN_WORKER:
+        return False
+    if _GC_AFTER_REPLY:
+        _GC_AFTER_REPLY[0] = max(_GC_AFTER_REPLY[0], replies)
+        return True
+    if not gc.isenabled():
         return False
     gc.disable()
-    _GC_AFTER_REPLY.append(True)
+    _GC_AFTER_REPLY.append(replies)
     return True
 
 
 def _resume_gc() -> None:
     if _GC_AFTER_REPLY:
-        _GC_AFTER_REPLY.clear()
-        gc.enable()
+        _GC_AFTER_REPLY[0] -= 1
+        if _GC_AFTER_REPLY[0] <= 0:
+            _GC_AFTER_REPLY.clear()
+            gc.enable()
 
 
 def _serve(conn, owner: int | None = None) -> None:
@@ -311,10 +322,22 @@ class WorkerPool:
         need); a JobOutcome per worker.  ``map`` cannot promise that: the first worker
         to be ready takes every queued job."""
         timeout = check_seconds(timeout, "WorkerPool.map_each timeout")
-        outcomes: list = [None] * self.size
-        pending = set(range(self.size))
+        return self.map_pinned(fn, [tuple(args)] * self.size, timeout)
+
+    def map_pinned(self, fn, jobs: list, timeout: float) -> list:
+        """Run ``fn(*jobs[i])`` in worker ``i`` (no job where ``jobs[i]`` is None), e.g.
+        a job that continues what an earlier job left in that worker; a JobOutcome
+        (None where there was no job) per worker.  A worker restarted in between has
+        lost what its earlier jobs left: the job must check."""
+        timeout = check_seconds(timeout, "WorkerPool.map_pinned timeout")
+        if len(jobs) > self.size:
+            raise ValueError(f"WorkerPool.map_pinned: {len(jobs)} jobs for {self.size} "
+                             "workers (expected at most one job per worker)")
+        outcomes: list = [None] * len(jobs)
+        pending = {i for i, job in enumerate(jobs) if job is not None}
         return self._drive(pending, outcomes,
-                           lambda: self._dispatch_each(fn, args, pending, outcomes, timeout))
+                           lambda: self._dispatch_pinned(fn, jobs, pending, outcomes,
+                                                         timeout))
 
     def _drive(self, pending, outcomes, dispatch) -> list:
         """Dispatch and collect until no job is pending or running; on any exception
@@ -331,7 +354,7 @@ class WorkerPool:
             raise
         return outcomes
 
-    def _dispatch_each(self, fn, args, pending, outcomes, timeout) -> None:
+    def _dispatch_pinned(self, fn, jobs, pending, outcomes, timeout) -> None:
         """Job i goes to worker i, once that worker is idle."""
         for i in sorted(pending):
             w = self._workers[i]
@@ -339,7 +362,7 @@ class WorkerPool:
                 continue
             pending.discard(i)
             try:
-                w.dispatch(i, fn, tuple(args), timeout)
+                w.dispatch(i, fn, tuple(jobs[i]), timeout)
             except (pickle.PicklingError, TypeError, AttributeError, OSError) as e:
                 outcomes[i] = JobOutcome("error", f"job arguments could not be sent to the "
                                          f"worker: {type(e).__name__}: {e}", 0.0)

@@ -27,7 +27,7 @@ from ..default_state import default_state
 from ..measure.measurer import MeasureInput
 from ..state import State
 from .evolution import SearchParams, evolve, next_generation, paused_gc, sample_population
-from .islands import helpers_for, start_islands, warm_helpers
+from .islands import helpers_for, start_islands
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
@@ -131,34 +131,37 @@ class SketchPolicy(_Policy):
         island's initial population is its random share plus, as Ansor's, the best
         measured states (``use_measured_ratio`` of its size) and ``extra`` seeds."""
         p = self.params
-        helpers = helpers_for(p, self.num_cores)
         snap = getattr(self.model, "snapshot", None)     # duck-typed models may lack it
-        if helpers and snap is not None:
-            # while this process trains the model (in snapshot()), the helpers import
-            # what unpickling it needs
-            warm_helpers(helpers, getattr(self.model, "snapshot_modules", tuple)())
-        snapshot = snap() if helpers and snap is not None else None
-        k = 1 if snapshot is None else helpers + 1
-        share = math.ceil(n_init / k)
-        seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
-        seeds = seeds[:int(p.use_measured_ratio * share) + 1] + extra
-        if snapshot is None:
-            init = self.sample_initial_population(n_init)
-            return init, self.evolutionary_search(init + seeds, n_out)
+        helpers = helpers_for(p, self.num_cores) if snap is not None else 0
+        if not helpers or snap is None:
+            return self._search_here(n_init, extra, n_out)
+        share = math.ceil(n_init / (helpers + 1))
+        seeds = self._seeds(share, extra)
         island = replace(p, evolutionary_search_population=max(
-            1, p.evolutionary_search_population // k))
+            1, p.evolutionary_search_population // (helpers + 1)))
         # a custom sketch rule is the user's code, which helpers never import: they get
         # the sketches as steps
         sketch_steps = None if not self.custom_sketch_rules else tuple(
             tuple(s.transform_steps) for s in self.generate_sketches())
-        # what later snapshots need (xgboost, once the prior gives way to a trained
-        # booster) is imported by the helpers after this round's islands, while the
-        # tuner measures: imported during the first trained round's training instead,
-        # it held that round's helper island back by 0.3-0.5 s
-        upcoming: tuple = getattr(self.model, "upcoming_modules", tuple)()
-        run = start_islands(self.task, snapshot, island, seeds, helpers, share,
-                            self.measured_keys, n_out, self.num_cores, self.rng,
-                            sketch_steps, warm_after=upcoming)
+        # the helpers sample their islands while this process trains the model (in
+        # snapshot()), and import what unpickling it needs (``snapshot_modules``).
+        # What later snapshots need (xgboost, once the prior gives way to a trained
+        # booster) is imported after this round's islands, while the tuner measures:
+        # imported during the first trained round's training instead, it held that
+        # round's helper island back by 0.3-0.5 s
+        run = start_islands(self.task, island, seeds, helpers, share, self.measured_keys,
+                            n_out, self.num_cores, self.rng, sketch_steps,
+                            warm_before=getattr(self.model, "snapshot_modules", tuple)(),
+                            warm_after=getattr(self.model, "upcoming_modules", tuple)())
+        try:
+            snapshot = snap()
+        except BaseException:
+            run.cancel()
+            raise
+        if snapshot is None:        # this model's scores cannot travel: no islands
+            run.cancel()
+            return self._search_here(n_init, extra, n_out)
+        run.evolve(snapshot)
         init = self.sample_initial_population(share)
         scored = self._evolve(init + seeds, n_out, island)
         done, failed = run.results()
@@ -167,6 +170,17 @@ class SketchPolicy(_Policy):
                           f"{self.task.desc or self.task.workload_key!r} failed "
                           f"({msg}); this round uses the other islands", stacklevel=3)
         return init, self._merge(scored, done, n_out)
+
+    def _search_here(self, n_init: int, extra: list, n_out: int) -> tuple:
+        """``_search`` without helpers: the whole population evolves in this process."""
+        init = self.sample_initial_population(n_init)
+        return init, self.evolutionary_search(init + self._seeds(n_init, extra), n_out)
+
+    def _seeds(self, share: int, extra: list) -> list:
+        """The best measured states (``use_measured_ratio`` of an island of ``share``
+        states), then ``extra``."""
+        seeds = [st for _, st in sorted(self.measured, key=lambda x: x[0])]
+        return seeds[:int(self.params.use_measured_ratio * share) + 1] + extra
 
     def _merge(self, scored: list, remote: list, n_out: int) -> list:
         """The ``n_out`` best of every island's (score, state); a helper's steps are
