@@ -1,7 +1,8 @@
 """Search benchmark: the CPU time of search rounds, by phase, beside an earlier run.
 
     python3 scripts/bench_search.py [--workloads matmul:512 depthwise ...] [--rounds 4]
-        [--repeat 3] [--baseline results/bench_search_X.json] [--json out.json]
+        [--repeat 3] [--islands] [--baseline results/bench_search_X.json]
+        [--json out.json]
 
 Why: ``bench_tune``'s search overhead is a share of a wall time whose builds vary by
 25% from run to run on a shared machine, so it cannot show a search change of 10%.
@@ -23,6 +24,13 @@ reported:
 The picks' fingerprint (a hash of their printouts) shows whether two runs searched
 alike: a speed-up should change the time, not the fingerprint.  ``--baseline`` adds
 the ratio of each round's time to an earlier JSON's.
+
+``--islands`` times what the serial rounds leave out: the tuner's rounds as ``tune``
+runs them, with the default parameters (2048 states split into islands evolved by
+helper processes), in wall seconds per round over rounds 3.. (the first trains no
+model, the second imports xgboost), with the tuner's wait for its helpers and its
+training.  Wall time on a shared machine: compare runs that alternate (e.g. this
+commit and, with ``PYTHONPATH``, another), several times.
 """
 from __future__ import annotations
 
@@ -37,7 +45,7 @@ import time
 import autosched as auto
 from autosched.cost_model import PRIOR_BUILTIN, XGBModel, xgb_model
 from autosched.measure.measurer import MeasureInput, MeasureResult
-from autosched.search import evolution
+from autosched.search import evolution, islands
 from autosched.search import policy as policy_mod
 from autosched.search.evolution import SearchParams
 from autosched.search.policy import SketchPolicy
@@ -132,6 +140,100 @@ def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict
             "fingerprint": digest.hexdigest()[:16]}
 
 
+class WallClock:
+    """Wall seconds spent in some functions while ``active`` (``close`` removes the
+    wrappers)."""
+
+    def __init__(self, targets: dict):
+        self.seconds = dict.fromkeys(targets, 0.0)
+        self.active = False
+        self._undo: list = []
+        for name, (owner, attr) in targets.items():
+            self._wrap(owner, attr, name)
+
+    def _wrap(self, owner, attr: str, name: str) -> None:
+        original = getattr(owner, attr)
+        clock = self
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if clock.active:
+                    clock.seconds[name] += time.perf_counter() - t0
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, original))
+
+    def close(self) -> None:
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+
+
+def islands_search(func: str, args, rounds: int, seed: int,
+                   population: int = SearchParams.evolutionary_search_population) -> dict:
+    """Wall seconds per round (rounds 3..``rounds``) of a fresh policy with the default
+    parameters (but ``population``) and helpers, the tuner's wait for its helpers and
+    its training in them, and the picks' fingerprint."""
+    task = auto.SearchTask(func=func, args=args, target="llvm")
+    params = SearchParams(evolutionary_search_population=population)
+    policy = SketchPolicy(task, XGBModel(seed=seed, prior=PRIOR_BUILTIN), params=params,
+                          seed=seed, verbose=0)
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    clock = WallClock({"wait": (islands.IslandRun, "results"),
+                       "train": (xgb_model.XGBModel, "train")})
+    total = 0.0
+    try:
+        for r in range(rounds):
+            clock.active = r >= 2
+            t0 = time.perf_counter()
+            picks = policy.pick_states(64)
+            if r >= 2:
+                total += time.perf_counter() - t0
+            for st in picks:
+                digest.update(str(st).encode())
+            _record_synthetic(policy, picks, rng)
+    finally:
+        clock.close()
+    n = max(1, rounds - 2)
+    return {"round_s": total / n, "wait_s": clock.seconds["wait"] / n,
+            "train_s": clock.seconds["train"] / n,
+            "helpers": islands.helpers_for(policy.params, policy.num_cores),
+            "fingerprint": digest.hexdigest()[:16]}
+
+
+def bench_islands(text: str, rounds: int, repeat: int) -> dict:
+    """``repeat`` island searches of one workload: their mean round time, and whether
+    all searched alike."""
+    func, args = parse_workload(text)
+    runs = [islands_search(func, args, rounds, seed=0) for _ in range(repeat)]
+    prints = {r["fingerprint"] for r in runs}
+    if len(prints) != 1:
+        raise SystemExit(f"bench_search: {text}: repeated searches differ ({prints}); "
+                         "the search is not deterministic")
+    mean = {k: sum(r[k] for r in runs) / len(runs) for k in ("round_s", "wait_s", "train_s")}
+    return dict(mean, args=list(args), rounds=rounds, helpers=runs[0]["helpers"],
+                fingerprint=runs[0]["fingerprint"],
+                round_s_all=[r["round_s"] for r in runs])
+
+
+def print_islands_table(results: dict, baseline: dict | None) -> None:
+    print(f"{'workload':16s} {'helpers':>7s} {'round s':>8s} {'wait s':>7s} {'train s':>7s} "
+          f"{'fingerprint':>16s}" + (f" {'vs before':>9s}" if baseline else ""))
+    for name, r in results.items():
+        row = (f"{name:16s} {r['helpers']:7d} {r['round_s']:8.3f} {r['wait_s']:7.3f} "
+               f"{r['train_s']:7.3f} {r['fingerprint']:>16s}")
+        old = (baseline or {}).get("workloads", {}).get(name)
+        if old:
+            same = "=" if old["fingerprint"] == r["fingerprint"] else "!"
+            row += f" {r['round_s'] / old['round_s']:8.2f}{same}"
+        elif baseline:
+            row += f" {'-':>9s}"
+        print(row)
+
+
 def bench(text: str, rounds: int, population: int, repeat: int) -> dict:
     """The fastest of ``repeat`` searches (by round time), and whether all searched
     alike."""
@@ -173,6 +275,8 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--population", type=int, default=1024,
                     help="one island's population (the tuner's share of 2048 on 2 cores)")
+    ap.add_argument("--islands", action="store_true",
+                    help="time the tuner's rounds with helpers (wall seconds)")
     ap.add_argument("--baseline", help="an earlier bench_search JSON to compare with")
     ap.add_argument("--json", help="write the results here")
     ns = ap.parse_args(argv)
@@ -182,12 +286,23 @@ def main(argv=None) -> None:
     if ns.baseline:
         with open(ns.baseline) as f:
             baseline = json.load(f)
-    results = {w: bench(w, ns.rounds, ns.population, ns.repeat) for w in ns.workloads}
-    print_table(results, baseline)
+        mode = "islands" if ns.islands else "serial"
+        if baseline.get("mode", "serial") != mode:
+            raise SystemExit(f"bench_search: {ns.baseline} timed {baseline.get('mode', 'serial')}"
+                             f" rounds, this run times {mode} rounds")
+    if ns.islands:
+        if ns.rounds < 3:
+            raise SystemExit("bench_search: --islands needs --rounds >= 3")
+        results = {w: bench_islands(w, ns.rounds, ns.repeat) for w in ns.workloads}
+        print_islands_table(results, baseline)
+    else:
+        results = {w: bench(w, ns.rounds, ns.population, ns.repeat) for w in ns.workloads}
+        print_table(results, baseline)
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump({"workloads": results, "population": ns.population,
-                       "rounds": ns.rounds, "repeat": ns.repeat}, f, indent=1)
+                       "rounds": ns.rounds, "repeat": ns.repeat,
+                       "mode": "islands" if ns.islands else "serial"}, f, indent=1)
         print(f"wrote {ns.json}")
 
 

@@ -70,3 +70,20 @@ def test_a_small_search_splits_its_rounds_into_phases_and_repeats_alike(bench):
     assert all(v >= 0 for v in phases.values())
     assert phases["sample"] > 0 and phases["mutate"] > 0 and phases["featurize"] > 0
     assert sum(phases.values()) == pytest.approx(a["round_s"], rel=1e-6)
+
+
+def test_an_island_search_times_its_rounds_waits_and_training(bench):
+    before = (bench.islands.IslandRun.results, xgb_model.XGBModel.train)
+    a = bench.islands_search("matmul", (64, 64, 64), rounds=3, seed=0, population=512)
+    b = bench.islands_search("matmul", (64, 64, 64), rounds=3, seed=0, population=512)
+    assert (bench.islands.IslandRun.results, xgb_model.XGBModel.train) == before
+    assert a["fingerprint"] == b["fingerprint"]
+    assert a["round_s"] > a["train_s"] > 0        # the third round trains the model
+    assert 0 <= a["wait_s"] < a["round_s"]
+
+
+def test_a_baseline_of_the_other_mode_is_refused(bench, tmp_path):
+    path = tmp_path / "serial.json"
+    path.write_text('{"workloads": {}, "mode": "serial"}')
+    with pytest.raises(SystemExit, match="timed serial rounds, this run times islands"):
+        bench.main(["--islands", "--baseline", str(path), "--workloads", "matmul:64"])
