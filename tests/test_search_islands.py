@@ -152,14 +152,34 @@ def test_a_failing_helper_island_warns_and_the_round_goes_on():
     assert len(picks) == 8 and len({str(s) for s in picks}) == 8
 
 
-def test_models_without_snapshot_search_in_process():
+def test_models_without_snapshot_search_in_process(monkeypatch):
     class Plain(CostModel):
         def predict(self, task, states):
             return [0.5] * len(states)
 
+    def no_islands(*args, **kw):
+        raise AssertionError("a model without a snapshot started islands")
+
     assert Plain().snapshot() is None
+    monkeypatch.setattr(policy_module, "start_islands", no_islands)
     policy = auto.SketchPolicy(_task(), Plain(), params=PARALLEL, seed=0, verbose=0)
     assert len(policy.pick_states(8)) == 8
+
+
+class _SometimesNoSnapshot(RandomModel):
+    """Its own snapshot(), which gives None: the helpers' samples are dropped."""
+
+    def snapshot(self):
+        return None
+
+
+def test_a_snapshot_of_none_cancels_the_islands_and_searches_in_process():
+    policy = auto.SketchPolicy(_task(), _SometimesNoSnapshot(0), params=PARALLEL, seed=0,
+                               verbose=0)
+    picks = policy.pick_states(8)
+    assert len(picks) == 8 and len({str(s) for s in picks}) == 8
+    assert islands._LOCK.acquire(timeout=30)        # the cancelled run let go
+    islands._LOCK.release()
 
 
 class _TrainingFails(RandomModel):

@@ -22,6 +22,7 @@ import time
 import warnings
 from dataclasses import replace
 
+from ..cost_model.base import CostModel
 from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
 from ..measure.measurer import MeasureInput
@@ -132,6 +133,8 @@ class SketchPolicy(_Policy):
         measured states (``use_measured_ratio`` of its size) and ``extra`` seeds."""
         p = self.params
         snap = getattr(self.model, "snapshot", None)     # duck-typed models may lack it
+        if getattr(type(self.model), "snapshot", None) is CostModel.snapshot:
+            snap = None         # the base class's gives None: no helper samples for naught
         helpers = helpers_for(p, self.num_cores) if snap is not None else 0
         if not helpers or snap is None:
             return self._search_here(n_init, extra, n_out)
