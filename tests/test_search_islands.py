@@ -434,3 +434,17 @@ def test_the_search_runs_with_the_cyclic_collector_paused():
         assert not gc.isenabled()          # the caller's choice is kept
     finally:
         gc.enable()
+
+
+def test_islands_never_handed_a_snapshot_time_out_and_say_so(monkeypatch):
+    monkeypatch.setattr(islands, "_POOL", [])
+    # long enough for the sample job (timed from a ready helper), short for the wait
+    monkeypatch.setattr(islands, "ISLAND_TIMEOUT", 3.0)
+    run = _islands(_task(), n_helpers=1)
+    try:
+        done, failed = run.results()
+    finally:
+        islands._POOL.pop().close()
+    assert run._sampled.is_set()
+    assert done == [] and failed == ["TimeoutError: no model snapshot within 3.0 s of "
+                                     "the islands' start"]

@@ -280,12 +280,17 @@ class IslandRun:
                 _import_in_helpers(len(jobs), warm_after)
 
     def _both_phases(self, jobs, warm_before) -> list:
+        """The sample jobs, the imports, then (once handed the model) the evolution
+        jobs of the helpers whose sample succeeded: an outcome per helper."""
         pool = _pool(len(jobs))
         sampled = pool.map_pinned(sample_island_job, jobs, ISLAND_TIMEOUT)
         self._sampled.set()
         if warm_before:
             _import_in_helpers(len(jobs), warm_before)
-        if not self._handed.wait(ISLAND_TIMEOUT) or self._model is None:
+        if not self._handed.wait(ISLAND_TIMEOUT):
+            raise TimeoutError(f"no model snapshot within {ISLAND_TIMEOUT} s of the "
+                               "islands' start")
+        if self._model is None:
             return []                         # cancelled (or the snapshot did not pickle)
         evolved = pool.map_pinned(
             evolve_island_job, [(self._token, self._model) if o.status == "ok" else None
