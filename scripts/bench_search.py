@@ -62,20 +62,26 @@ parse_workload = bench_tune.parse_workload
 
 
 class PhaseClock:
-    """Exclusive CPU seconds per phase while ``active``, by wrapping the search's
-    functions (``close`` removes the wrappers): a phase running inside another (the
-    features inside a prediction) is charged to itself only."""
+    """Exclusive seconds per phase while ``active``, by wrapping the search's functions
+    (``close`` removes the wrappers): a phase running inside another (the features
+    inside a prediction) is charged to itself only.  By default the serial rounds'
+    phases in CPU seconds; ``targets`` ({phase: (owner, attribute)}) and ``timer``
+    choose others (``--islands``: wall seconds of the wait and the training)."""
 
-    def __init__(self):
-        self.seconds = dict.fromkeys(PHASES, 0.0)
+    def __init__(self, targets: dict | None = None, timer=None):
+        self.seconds = dict.fromkeys(PHASES if targets is None else targets, 0.0)
         self.active = False
+        self._timer = timer         # None: time.process_time, looked up at each call
         self._stack: list = []      # per running wrapped call: its nested phases' time
         self._undo: list = []
-        self._wrap(policy_mod, "sample_population", "sample")
-        self._wrap(evolution, "next_generation", "mutate")
-        self._wrap(xgb_model.XGBModel, "_featurize", "featurize")
-        self._wrap(xgb_model.XGBModel, "train", "train")
-        self._wrap(xgb_model.XGBModel, "predict", "score")
+        if targets is None:
+            targets = {"sample": (policy_mod, "sample_population"),
+                       "mutate": (evolution, "next_generation"),
+                       "featurize": (xgb_model.XGBModel, "_featurize"),
+                       "train": (xgb_model.XGBModel, "train"),
+                       "score": (xgb_model.XGBModel, "predict")}
+        for phase, (owner, attr) in targets.items():
+            self._wrap(owner, attr, phase)
 
     def _wrap(self, owner, attr: str, phase: str) -> None:
         original = getattr(owner, attr)
@@ -85,11 +91,12 @@ class PhaseClock:
             if not clock.active:
                 return original(*args, **kwargs)
             stack.append(0.0)
-            t0 = time.process_time()
+            timer = clock._timer or time.process_time
+            t0 = timer()
             try:
                 return original(*args, **kwargs)
             finally:
-                dt = time.process_time() - t0
+                dt = timer() - t0
                 clock.seconds[phase] += dt - stack.pop()
                 if stack:
                     stack[-1] += dt
@@ -140,37 +147,6 @@ def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict
             "fingerprint": digest.hexdigest()[:16]}
 
 
-class WallClock:
-    """Wall seconds spent in some functions while ``active`` (``close`` removes the
-    wrappers)."""
-
-    def __init__(self, targets: dict):
-        self.seconds = dict.fromkeys(targets, 0.0)
-        self.active = False
-        self._undo: list = []
-        for name, (owner, attr) in targets.items():
-            self._wrap(owner, attr, name)
-
-    def _wrap(self, owner, attr: str, name: str) -> None:
-        original = getattr(owner, attr)
-        clock = self
-
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                if clock.active:
-                    clock.seconds[name] += time.perf_counter() - t0
-
-        setattr(owner, attr, timed)
-        self._undo.append((owner, attr, original))
-
-    def close(self) -> None:
-        for owner, attr, original in reversed(self._undo):
-            setattr(owner, attr, original)
-
-
 def islands_search(func: str, args, rounds: int, seed: int,
                    population: int = SearchParams.evolutionary_search_population) -> dict:
     """Wall seconds per round (rounds 3..``rounds``) of a fresh policy with the default
@@ -182,8 +158,8 @@ def islands_search(func: str, args, rounds: int, seed: int,
                           seed=seed, verbose=0)
     rng = random.Random(seed)
     digest = hashlib.sha256()
-    clock = WallClock({"wait": (islands.IslandRun, "results"),
-                       "train": (xgb_model.XGBModel, "train")})
+    clock = PhaseClock({"wait": (islands.IslandRun, "results"),
+                        "train": (xgb_model.XGBModel, "train")}, timer=time.perf_counter)
     total = 0.0
     try:
         for r in range(rounds):
