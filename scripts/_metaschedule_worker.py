@@ -15,6 +15,11 @@ a numpy probe (relu(X @ W.T + B), 128x768x3072) in the same process.  The last s
 is one JSON object: workload, trials, best_ms, gflops, numpy_ms, tune_seconds, ...; on
 failure it carries ``error`` and the exit status is 1.
 
+With ``--export PATH`` the timed kernel is also written as a shared library (its
+parameters' shapes and dtypes beside it, ``PATH.json``), and ``--time-kernel PATH`` only
+loads such a kernel in a fresh interpreter and times it (no tuning): the driver alternates
+those timings with its own kernel's, in fresh processes of both sides (``side_by_side``).
+
 Weights are layout-free on both sides: ``topi.nn.dense`` marks its weight so, and the conv2d
 filter is marked the same way here, as our tasks rewrite both.  MetaSchedule's builder
 measures the kernel with the layout-rewrite block removed (weights pre-transformed); the
@@ -40,9 +45,14 @@ FLOPS = {"conv2d": 2 * 64 * 56 * 56 * 64 * 3 * 3, "dense_bias_relu": 2 * 128 * 7
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workload", required=True, choices=sorted(FLOPS))
-    p.add_argument("--trials", type=int, required=True)
-    p.add_argument("--mcpu", required=True, help="host cpu name, e.g. znver3")
-    p.add_argument("--work-dir", required=True, help="MetaSchedule logs and database")
+    p.add_argument("--trials", type=int)
+    p.add_argument("--mcpu", help="host cpu name, e.g. znver3")
+    p.add_argument("--work-dir", help="MetaSchedule logs and database")
+    p.add_argument("--export", default=None, metavar="PATH",
+                   help="also write the timed kernel here (shared library; PATH.json: its "
+                        "parameters)")
+    p.add_argument("--time-kernel", default=None, metavar="PATH",
+                   help="only time a kernel written with --export (no tuning)")
     p.add_argument("--num-cores", type=int, default=2)
     p.add_argument("--per-iter", type=int, default=64, help="num_trials_per_iter")
     p.add_argument("--seed", type=int, default=0)
@@ -52,7 +62,10 @@ def parse_args(argv):
     p.add_argument("--number", type=int, default=10)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--min-repeat-ms", type=int, default=50)
-    return p.parse_args(argv)
+    ns = p.parse_args(argv)
+    if ns.time_kernel is None and None in (ns.trials, ns.mcpu, ns.work_dir):
+        p.error("--trials, --mcpu and --work-dir are required unless --time-kernel is given")
+    return ns
 
 
 # ---------------------------------------------------------------- workloads and references
@@ -135,11 +148,37 @@ def check_and_time(ns, sch, target, shapes, ref) -> dict:
     # TVM 0.27: a PrimFunc's params are buffer-like, with shape and dtype
     targs = [tvm.runtime.tensor(rng.uniform(-1, 1, [int(d) for d in p.shape])
                                 .astype(str(p.dtype)), dev) for p in stripped["main"].params]
-    timer = kernel.mod.time_evaluator("main", dev, number=ns.number, repeat=ns.repeat,
-                                  min_repeat_ms=ns.min_repeat_ms)
+    out = {"rel_err": rel_err, **_time(ns, kernel.mod, dev, targs)}
+    if ns.export:
+        kernel.export_library(ns.export)
+        with open(ns.export + ".json", "w") as f:
+            json.dump([[[int(d) for d in p.shape], str(p.dtype)]
+                       for p in stripped["main"].params], f)
+        out["kernel"] = ns.export
+    return out
+
+
+def _time(ns, mod, dev, targs) -> dict:
+    """Median ms (and every repeat's) of ``mod``'s main with ``time_evaluator``."""
+    timer = mod.time_evaluator("main", dev, number=ns.number, repeat=ns.repeat,
+                               min_repeat_ms=ns.min_repeat_ms)
     res = timer(*targs)
-    return {"best_ms": float(np.median(res.results)) * 1e3, "rel_err": rel_err,
+    return {"best_ms": float(np.median(res.results)) * 1e3,
             "repeats_ms": [r * 1e3 for r in res.results]}
+
+
+def time_kernel(ns) -> dict:
+    """Load a kernel written with ``--export`` and time it on random inputs."""
+    import tvm
+
+    dev = tvm.cpu(0)
+    with open(ns.time_kernel + ".json") as f:
+        params = json.load(f)
+    mod = tvm.runtime.load_module(ns.time_kernel)
+    rng = np.random.default_rng(0)
+    targs = [tvm.runtime.tensor(rng.uniform(-1, 1, shape).astype(dtype), dev)
+             for shape, dtype in params]
+    return {"workload": ns.workload, **_time(ns, mod, dev, targs)}
 
 
 def run(ns) -> dict:
@@ -165,7 +204,7 @@ def main(argv=None) -> int:
     # TVM's thread pool takes half the hardware threads on x86 unless told (1 of 2 here)
     os.environ.setdefault("TVM_NUM_THREADS", str(ns.num_cores))
     try:
-        out, status = run(ns), 0
+        out, status = (time_kernel(ns) if ns.time_kernel else run(ns)), 0
     except Exception as err:  # noqa: BLE001 - reported to the driver as JSON
         traceback.print_exc()
         out, status = {"workload": ns.workload, "trials": ns.trials,

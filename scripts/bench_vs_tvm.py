@@ -19,8 +19,15 @@ Both sides time with ``time_evaluator`` (median of ``--repeat`` repeats of at le
 ``--number`` runs and ``--min-repeat-ms``) on ``--num-cores`` threads, and time the same numpy
 probe (relu(X @ W.T + B) at 128x768x3072) in their own process.  The table gives both
 latencies, the speed ratio ours/MetaSchedule (MetaSchedule ms / ours ms), the same ratio
-normalized by each process's numpy probe (guards against the machine's speed drifting
-between the two processes) and each side's tuning seconds.  Writes JSON.
+normalized by each process's numpy probe and each side's tuning seconds.
+
+3. Side by side: the two tuned kernels are then timed again in ``--side-by-side`` rounds,
+   each in a fresh process of its own side (MetaSchedule's loaded from the library its
+   worker exported, ours rebuilt from the log), alternating which side goes first.  The
+   verdict reads the ratio of the two sides' medians over those rounds: the tuning
+   processes time their kernels minutes apart, and this machine's speed drifts by up to
+   a quarter between them, which the numpy probes (themselves noisy) correct only
+   roughly.  Writes JSON.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,9 +90,15 @@ def parse_args(argv=None):
                    help="seconds before the MetaSchedule worker is killed (default: none)")
     p.add_argument("--skip-tvm", action="store_true", help="run our side only")
     p.add_argument("--skip-ours", action="store_true", help="run MetaSchedule only")
+    p.add_argument("--side-by-side", type=int, default=5, metavar="ROUNDS",
+                   help="rounds of timing both tuned kernels in fresh processes, "
+                        "alternating (0: none)")
+    p.add_argument("--time-ours", default=None, metavar="LOG", help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
     if ns.trials < 1:
         p.error("--trials must be at least 1")
+    if ns.side_by_side < 0:
+        p.error("--side-by-side must be at least 0")
     return ns
 
 
@@ -103,7 +117,8 @@ def worker_command(ns, name: str, mcpu: str, work_dir: str) -> list:
     return [ns.tvm_python, str(WORKER), "--workload", name, "--trials", str(ns.trials),
             "--mcpu", mcpu, "--work-dir", work_dir, "--num-cores", str(ns.num_cores),
             "--per-iter", str(ns.per_iter), "--seed", str(ns.seed), "--number", str(ns.number),
-            "--repeat", str(ns.repeat), "--min-repeat-ms", str(ns.min_repeat_ms)]
+            "--repeat", str(ns.repeat), "--min-repeat-ms", str(ns.min_repeat_ms),
+            "--export", os.path.join(work_dir, "kernel.so")]
 
 
 def parse_worker_output(text: str) -> dict | None:
@@ -209,17 +224,90 @@ def run_ours(ns, name: str, work_dir: str) -> dict:
     return res
 
 
+# ---------------------------------------------------------------- side by side
+def timing_commands(ns, name: str, ms: dict, ours: dict) -> dict:
+    """Side -> the command timing its tuned kernel in a fresh process (sides without a
+    kernel are left out)."""
+    timing = ["--number", str(ns.number), "--repeat", str(ns.repeat),
+              "--min-repeat-ms", str(ns.min_repeat_ms)]
+    cmds = {}
+    if ms.get("kernel") and not ms.get("error"):
+        cmds["metaschedule"] = [ns.tvm_python, str(WORKER), "--workload", name,
+                                "--num-cores", str(ns.num_cores),
+                                "--time-kernel", ms["kernel"], *timing]
+    if ours.get("log") and not ours.get("error"):
+        cmds["ours"] = [sys.executable, str(pathlib.Path(__file__).resolve()),
+                        "--workloads", name, "--seed", str(ns.seed),
+                        "--time-ours", ours["log"], *timing]
+    return cmds
+
+
+def time_in_process(cmd: list, env: dict) -> float:
+    """Median ms a timing process reports; raises RuntimeError with its error."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    res = parse_worker_output(proc.stdout)
+    if res is None or res.get("error") or not res.get("best_ms"):
+        tail = proc.stderr.strip().splitlines()[-1:]
+        why = (res or {}).get("error") or (tail[0] if tail else f"exit status {proc.returncode}")
+        raise RuntimeError(f"timing process {cmd[1]} failed: {why}")
+    return float(res["best_ms"])
+
+
+def side_by_side(ns, name: str, ms: dict, ours: dict) -> dict:
+    """Both tuned kernels timed ``ns.side_by_side`` rounds, each in a fresh process,
+    the side going first alternating by round; {} when a side has no kernel."""
+    cmds = timing_commands(ns, name, ms, ours)
+    if ns.side_by_side == 0 or len(cmds) < 2:
+        return {}
+    print(f"[{name}] side by side: {ns.side_by_side} rounds of both kernels in fresh "
+          "processes", flush=True)
+    env = dict(os.environ, TVM_NUM_THREADS=str(ns.num_cores))
+    figures: dict = {"metaschedule": [], "ours": []}
+    order = ["metaschedule", "ours"]
+    try:
+        for r in range(ns.side_by_side):
+            for side in (order if r % 2 == 0 else order[::-1]):
+                figures[side].append(time_in_process(cmds[side], env))
+    except RuntimeError as err:
+        return {"error": str(err), **figures}
+    med = {side: statistics.median(v) for side, v in figures.items()}
+    return {"metaschedule_ms": figures["metaschedule"], "ours_ms": figures["ours"],
+            "metaschedule_median_ms": med["metaschedule"], "ours_median_ms": med["ours"],
+            "ratio": med["metaschedule"] / med["ours"],
+            "round_ratios": [a / b for a, b in zip(figures["metaschedule"], figures["ours"])]}
+
+
+def time_ours_main(ns) -> int:
+    """``--time-ours LOG``: rebuild the log's best kernel, check it, time it and print
+    one JSON line (a fresh process of the side-by-side rounds)."""
+    import autosched as auto
+    from autosched import catalog  # noqa: F401  (registers the built-in workloads)
+
+    name = ns.workloads[0]
+    func, args = SPECS[name]
+    task = auto.SearchTask(func=func, args=args, target="llvm")
+    try:
+        out = {"workload": name, **time_ours(ns, name, task, ns.time_ours)}
+    except Exception as err:  # noqa: BLE001 - reported to the driver as JSON
+        out = {"workload": name, "error": f"{type(err).__name__}: {err}"}
+    print(json.dumps(out), flush=True)
+    return 1 if "error" in out else 0
+
+
 # ---------------------------------------------------------------- comparison and table
-def compare(ms: dict, ours: dict) -> dict:
-    """Speed ratio ours/MetaSchedule (MetaSchedule ms / ours ms), raw and normalized by
-    each process's own numpy probe; None where a side has no latency."""
+def compare(ms: dict, ours: dict, sbs: dict | None = None) -> dict:
+    """Speed ratio ours/MetaSchedule (MetaSchedule ms / ours ms): raw and normalized by
+    each process's own numpy probe from the tuning processes, and from the side-by-side
+    rounds (``side_by_side``); None where a side has no latency."""
+    out = {"ratio": None, "normalized_ratio": None,
+           "side_by_side_ratio": (sbs or {}).get("ratio")}
     if not (ms.get("best_ms") and ours.get("best_ms")):
-        return {"ratio": None, "normalized_ratio": None}
-    ratio = ms["best_ms"] / ours["best_ms"]
-    norm = None
+        return out
+    out["ratio"] = ms["best_ms"] / ours["best_ms"]
     if ms.get("numpy_ms") and ours.get("numpy_ms"):
-        norm = (ms["best_ms"] / ms["numpy_ms"]) / (ours["best_ms"] / ours["numpy_ms"])
-    return {"ratio": ratio, "normalized_ratio": norm}
+        out["normalized_ratio"] = (ms["best_ms"] / ms["numpy_ms"]) / \
+            (ours["best_ms"] / ours["numpy_ms"])
+    return out
 
 
 def _num(v, fmt: str, width: int, suffix: str = "") -> str:
@@ -235,6 +323,7 @@ def format_row(name: str, row: dict) -> str:
              f"{_num(ours.get('best_ms'), '.3f', 7)} {_num(ours.get('gflops'), '.1f', 8)}",
              _num(row["ratio"], ".2f", 6, "x"),
              _num(row["normalized_ratio"], ".2f", 9, "x"),
+             _num(row.get("side_by_side_ratio"), ".2f", 11, "x"),
              f"{_num(ms.get('numpy_ms'), '.3f', 7)} / {_num(ours.get('numpy_ms'), '.3f', 6)}",
              f"{_num(ms.get('tune_seconds'), '.0f', 6)} / "
              f"{_num(ours.get('tune_seconds'), '.0f', 6)}"]
@@ -243,9 +332,10 @@ def format_row(name: str, row: dict) -> str:
 
 def format_table(results: dict) -> str:
     head = (f"{'workload':16s} | {'MetaSchedule':>16s} | {'ours':>16s} | {'ours/MS':>7s} | "
-            f"{'normalized':>10s} | {'numpy ms MS/ours':>16s} | {'tune s MS/ours':>15s}")
+            f"{'normalized':>10s} | {'side by side':>12s} | {'numpy ms MS/ours':>16s} | "
+            f"{'tune s MS/ours':>15s}")
     sub = (f"{'':16s} | {'ms':>7s} {'GFLOPS':>8s} | {'ms':>7s} {'GFLOPS':>8s} | {'':7s} | "
-           f"{'':10s} | {'':16s} | {'':15s}")
+           f"{'':10s} | {'':12s} | {'':16s} | {'':15s}")
     lines = [head, sub, "-" * len(head)]
     lines += [format_row(name, row) for name, row in results.items()]
     for name, row in results.items():
@@ -253,22 +343,42 @@ def format_table(results: dict) -> str:
             err = row[side].get("error")
             if err:
                 lines.append(f"{name}: {side} " + (err if err == SKIPPED else f"failed: {err}"))
+        sbs = row.get("side_by_side") or {}
+        if sbs.get("error"):
+            lines.append(f"{name}: side-by-side timing failed: {sbs['error']}")
+        elif sbs:
+            lines.append(f"{name}: side by side, {len(sbs['ours_ms'])} rounds: MetaSchedule "
+                         f"{_ms_list(sbs['metaschedule_ms'])}, ours {_ms_list(sbs['ours_ms'])}"
+                         f"; per-round ratios {min(sbs['round_ratios']):.2f}-"
+                         f"{max(sbs['round_ratios']):.2f}x")
     return "\n".join(lines)
 
 
+def _ms_list(values) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in values) + "] ms"
+
+
 def verdicts(results: dict, trials: int, peak_gflops: float | None = None) -> list:
-    """One line per workload: the ratio against the goal; with the measured FMA peak,
-    each side's share of it, and whether the goal is below the peak at all."""
+    """One line per workload: the ratio against the goal (the side-by-side one when
+    there is one, else the raw and the normalized ratio must both reach it); with the
+    measured FMA peak, each side's share of it, and whether the goal is below the peak
+    at all."""
     out = []
     for name, row in results.items():
-        r, n = row["ratio"], row["normalized_ratio"]
+        r, n, sbs = row["ratio"], row["normalized_ratio"], row.get("side_by_side_ratio")
         if r is None:
             out.append(f"{name}: no ratio (a side failed or was skipped)")
             continue
-        met = "met" if r >= GOAL and (n is None or n >= GOAL) else "NOT met"
         norm = f", normalized {n:.2f}x" if n is not None else ""
-        line = (f"{name}: ours is {r:.2f}x MetaSchedule's speed at {trials} trials{norm} "
-                f"(goal {GOAL}x: {met})")
+        if sbs is not None:
+            met = "met" if sbs >= GOAL else "NOT met"
+            line = (f"{name}: ours is {sbs:.2f}x MetaSchedule's speed at {trials} trials, "
+                    f"side by side ({r:.2f}x as the tuning processes timed them{norm}; "
+                    f"goal {GOAL}x: {met})")
+        else:
+            met = "met" if r >= GOAL and (n is None or n >= GOAL) else "NOT met"
+            line = (f"{name}: ours is {r:.2f}x MetaSchedule's speed at {trials} trials{norm} "
+                    f"(goal {GOAL}x: {met})")
         ms_g, ours_g = row["metaschedule"].get("gflops"), row["ours"].get("gflops")
         if peak_gflops and ms_g and ours_g:
             need = GOAL * ms_g
@@ -283,6 +393,8 @@ def verdicts(results: dict, trials: int, peak_gflops: float | None = None) -> li
 def main(argv=None) -> int:
     ns = parse_args(argv)
     ns.num_cores = ns.num_cores or default_num_cores()
+    if ns.time_ours:
+        return time_ours_main(ns)
     mcpu = host_cpu()
     work_dir = ns.work_dir or tempfile.mkdtemp(prefix="bench_vs_tvm_")
     os.makedirs(work_dir, exist_ok=True)
@@ -301,7 +413,9 @@ def main(argv=None) -> int:
         if not ns.skip_ours:
             print(f"[{name}] ours: {ns.trials} trials ...", flush=True)
             ours = run_ours(ns, name, work_dir)
-        results[name] = {"metaschedule": ms, "ours": ours, **compare(ms, ours)}
+        sbs = side_by_side(ns, name, ms, ours)
+        results[name] = {"metaschedule": ms, "ours": ours, "side_by_side": sbs,
+                         **compare(ms, ours, sbs)}
     print(format_table(results))
     for line in verdicts(results, ns.trials, fma["gflops"]):
         print(line)
