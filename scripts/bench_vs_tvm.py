@@ -237,8 +237,7 @@ def timing_commands(ns, name: str, ms: dict, ours: dict) -> dict:
                                 "--time-kernel", ms["kernel"], *timing]
     if ours.get("log") and not ours.get("error"):
         cmds["ours"] = [sys.executable, str(pathlib.Path(__file__).resolve()),
-                        "--workloads", name, "--seed", str(ns.seed),
-                        "--time-ours", ours["log"], *timing]
+                        "--workloads", name, "--time-ours", ours["log"], *timing]
     return cmds
 
 
@@ -269,7 +268,8 @@ def side_by_side(ns, name: str, ms: dict, ours: dict) -> dict:
             for side in (order if r % 2 == 0 else order[::-1]):
                 figures[side].append(time_in_process(cmds[side], env))
     except RuntimeError as err:
-        return {"error": str(err), **figures}
+        return {"error": str(err), "metaschedule_ms": figures["metaschedule"],
+                "ours_ms": figures["ours"]}
     med = {side: statistics.median(v) for side, v in figures.items()}
     return {"metaschedule_ms": figures["metaschedule"], "ours_ms": figures["ours"],
             "metaschedule_median_ms": med["metaschedule"], "ours_median_ms": med["ours"],
@@ -380,6 +380,9 @@ def verdicts(results: dict, trials: int, peak_gflops: float | None = None) -> li
             line = (f"{name}: ours is {r:.2f}x MetaSchedule's speed at {trials} trials{norm} "
                     f"(goal {GOAL}x: {met})")
         ms_g, ours_g = row["metaschedule"].get("gflops"), row["ours"].get("gflops")
+        if peak_gflops and sbs is not None:     # the shares of the figures it read
+            ms_g, ours_g = (shared.FLOPS[name] / (row["side_by_side"][k] * 1e-3) / 1e9
+                            for k in ("metaschedule_median_ms", "ours_median_ms"))
         if peak_gflops and ms_g and ours_g:
             need = GOAL * ms_g
             line += (f"; of the {peak_gflops:.0f} GFLOPS FMA peak: MetaSchedule "

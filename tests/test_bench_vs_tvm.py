@@ -164,7 +164,7 @@ def test_side_by_side_reports_a_failed_timing(bench, monkeypatch):
     monkeypatch.setattr(bench, "time_in_process", fake)
     sbs = bench.side_by_side(ns, "conv2d", {"kernel": "k.so"}, {"log": "l.json"})
     assert sbs["error"] == "timing process x failed: boom"
-    assert sbs["metaschedule"] == [2.0] and sbs["ours"] == []
+    assert sbs["metaschedule_ms"] == [2.0] and sbs["ours_ms"] == []
     row = {"metaschedule": {"best_ms": 2.0}, "ours": {"best_ms": 1.0}, "side_by_side": sbs,
            **bench.compare({"best_ms": 2.0}, {"best_ms": 1.0}, sbs)}
     assert row["side_by_side_ratio"] is None
@@ -198,6 +198,11 @@ def test_verdict_reads_the_side_by_side_ratio(bench):
                            "2.00x; goal 1.5x: NOT met)")
     table = bench.format_table({"conv2d": row})
     assert "1.40x" in table
+    # the peak shares are those of the side-by-side medians too
+    sbs.update(metaschedule_median_ms=2.0, ours_median_ms=1.0)
+    flops = bench.shared.FLOPS["conv2d"]
+    line = bench.verdicts({"conv2d": row}, 200, peak_gflops=flops / 1e-3 / 1e9)[0]
+    assert line.endswith("MetaSchedule 50%, ours 100%, the goal 75%")
     assert ("conv2d: side by side, 2 rounds: MetaSchedule [2.800, 2.900] ms, ours "
             "[2.000, 2.100] ms; per-round ratios 1.38-1.40x") in table
 
