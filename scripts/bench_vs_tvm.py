@@ -164,13 +164,20 @@ def run_metaschedule(ns, name: str, mcpu: str, work_dir: str) -> dict:
 
 
 # ---------------------------------------------------------------- ours (in process)
-def tune_ours(ns, name: str, log: str):
-    """(task, TuneStats, wall seconds) of ``--trials`` trials logged to ``log``."""
+def our_task(name: str):
+    """The SearchTask of a workload of SPECS (the built-in workload, host llvm)."""
     import autosched as auto
     from autosched import catalog  # noqa: F401  (registers the built-in workloads)
 
     func, args = SPECS[name]
-    task = auto.SearchTask(func=func, args=args, target="llvm")
+    return auto.SearchTask(func=func, args=args, target="llvm")
+
+
+def tune_ours(ns, name: str, log: str):
+    """(task, TuneStats, wall seconds) of ``--trials`` trials logged to ``log``."""
+    import autosched as auto
+
+    task = our_task(name)
     opts = auto.TuningOptions(num_measure_trials=ns.trials, verbose=0,
                               retime_top_k=ns.retime_k,
                               measure_callbacks=[auto.RecordToFile(log)])
@@ -241,9 +248,17 @@ def timing_commands(ns, name: str, ms: dict, ours: dict) -> dict:
     return cmds
 
 
-def time_in_process(cmd: list, env: dict) -> float:
-    """Median ms a timing process reports; raises RuntimeError with its error."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+TIMING_TIMEOUT = 600.0    # seconds a side-by-side timing process may take
+
+
+def time_in_process(cmd: list, env: dict, timeout: float = TIMING_TIMEOUT) -> float:
+    """Median ms a timing process reports; raises RuntimeError with its error (or when
+    it runs past ``timeout`` seconds)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timing process {cmd[1]} killed after {timeout} s") from None
     res = parse_worker_output(proc.stdout)
     if res is None or res.get("error") or not res.get("best_ms"):
         tail = proc.stderr.strip().splitlines()[-1:]
@@ -280,14 +295,9 @@ def side_by_side(ns, name: str, ms: dict, ours: dict) -> dict:
 def time_ours_main(ns) -> int:
     """``--time-ours LOG``: rebuild the log's best kernel, check it, time it and print
     one JSON line (a fresh process of the side-by-side rounds)."""
-    import autosched as auto
-    from autosched import catalog  # noqa: F401  (registers the built-in workloads)
-
     name = ns.workloads[0]
-    func, args = SPECS[name]
-    task = auto.SearchTask(func=func, args=args, target="llvm")
     try:
-        out = {"workload": name, **time_ours(ns, name, task, ns.time_ours)}
+        out = {"workload": name, **time_ours(ns, name, our_task(name), ns.time_ours)}
     except Exception as err:  # noqa: BLE001 - reported to the driver as JSON
         out = {"workload": name, "error": f"{type(err).__name__}: {err}"}
     print(json.dumps(out), flush=True)

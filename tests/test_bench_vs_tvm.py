@@ -182,6 +182,9 @@ def test_time_in_process_reads_the_result_or_the_error(bench):
     crash = [bench.sys.executable, "-c", "raise SystemExit('no kernel here')"]
     with pytest.raises(RuntimeError, match="failed: no kernel here"):
         bench.time_in_process(crash, {})
+    hang = [bench.sys.executable, "-c", "import time; time.sleep(30)"]
+    with pytest.raises(RuntimeError, match="killed after 0.5 s"):
+        bench.time_in_process(hang, {}, timeout=0.5)
 
 
 def test_verdict_reads_the_side_by_side_ratio(bench):
