@@ -14,10 +14,17 @@ import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
 
 import autosched as auto  # noqa: E402
 from autosched.measure import MeasureErrorNo, MeasureInput  # noqa: E402
-from autosched.measure.dask import ClusterError, DaskBuilder, DaskRunner, limit_host_features  # noqa: E402
+from autosched.measure.dask import (  # noqa: E402
+    ClusterError,
+    DaskBuilder,
+    DaskRunner,
+    limit_host_features,
+    worker_info,
+)
 from autosched.workload import register_workload  # noqa: E402
 from compiler import te  # noqa: E402
 
@@ -70,7 +77,7 @@ def _wait_for_replacement(client, gone, n_workers, timeout=60.0):
     running again; return their addresses."""
     deadline = time.monotonic() + timeout
     while True:
-        info = client.scheduler_info(n_workers=-1)["workers"]
+        info = worker_info(client)
         running = sorted(w for w, s in info.items() if s["status"] == "running")
         if gone not in info and len(running) == n_workers:
             return running
@@ -107,15 +114,29 @@ def test_tune_through_the_cluster_writes_valid_records(cluster, tmp_path):
     assert "median noise" in runner.summary()
 
 
+def test_worker_info_is_fresh_while_the_client_refreshes_its_cache(cluster):
+    # The client's periodic refresh stores an identity without per-worker entries; with
+    # a 1 ms refresh, client.scheduler_info() races it and often reports no workers.
+    # worker_info (used by the builder and runner) must never.
+    c, _ = cluster
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}):
+        with distributed.Client(c) as client:
+            seen = [sorted(worker_info(client)) for _ in range(200)]
+    assert all(len(w) == 2 for w in seen) and len(set(map(tuple, seen))) == 1
+
+
 def test_planted_crash_and_hang_become_error_codes_and_workers_live(cluster):
     _, client = cluster
+    pids = client.run(os.getpid)
     builder, runner = DaskBuilder(client), DaskRunner(client, timeout=1.0)
     inputs = _inputs("dask_test_segfault", (8,)) + _inputs("dask_test_chain", (31,))
     results = runner.run(inputs, builder.build(inputs))
     assert results[0].error_no == MeasureErrorNo.RUNTIME_DEVICE
     assert "SIGSEGV" in results[0].error_msg
     assert results[1].error_no == MeasureErrorNo.RUN_TIMEOUT
-    assert len(client.scheduler_info()["workers"]) == 2
+    # the same two worker processes, at the same addresses: none died or was restarted
+    assert len(pids) == 2 and client.run(os.getpid) == pids
+    assert sorted(worker_info(client)) == sorted(pids)
     ok = _inputs("dask_test_matmul", (16,))
     assert runner.run(ok, builder.build(ok))[0].is_valid
 
@@ -155,7 +176,7 @@ def test_a_worker_killed_mid_batch_costs_only_a_retry():
 def test_a_worker_that_cannot_run_the_target_refuses_and_another_measures(cluster):
     _, client = cluster
     client.wait_for_workers(2, timeout=60)
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(worker_info(client))
     assert len(workers) == 2, workers
     builder, runner = DaskBuilder(client), DaskRunner(client)
     inputs = _inputs("dask_test_matmul", (16,), n=4)

@@ -164,6 +164,16 @@ def _address() -> str:
 
 
 # ---------------------------------------------------------------- client side
+def worker_info(client) -> dict:
+    """``{address: info}`` of every worker, asked of the scheduler now.
+
+    Not ``client.scheduler_info()``: that returns the client's cached identity, which
+    its own periodic refresh (every 2 s, without per-worker entries since distributed
+    2025.5) can overwrite between the fresh fetch and the return, so it sometimes
+    reports a live cluster as having no workers."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def _client(client_or_address, connect_timeout: float):
     try:
         import distributed  # noqa: PLC0415 - optional extra [dask]
@@ -211,7 +221,7 @@ class _DaskBase:
 
     def _workers(self) -> list:
         try:
-            return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+            return sorted(worker_info(self.client))
         except Exception as e:  # noqa: BLE001 - any failure here means no scheduler
             raise ClusterError(f"the Dask scheduler is gone: {type(e).__name__}: {e}") from None
 
@@ -260,8 +270,8 @@ class DaskBuilder(_DaskBase, ProgramBuilder):
     def __init__(self, client_or_address, timeout: float = 15, n_parallel=None,
                  connect_timeout: float = 30):
         _DaskBase.__init__(self, client_or_address, timeout, "DaskBuilder", connect_timeout)
-        threads = sum(w.get("nthreads", 1) for w in
-                      self.client.scheduler_info(n_workers=-1)["workers"].values())
+        info = self._call(worker_info, self.client)
+        threads = sum(w.get("nthreads", 1) for w in info.values())
         self.n_parallel = n_parallel or max(1, threads)
 
     def build(self, inputs, verbose: int = 0) -> list:
@@ -320,9 +330,8 @@ class DaskRunner(_DaskBase, ProgramRunner):
         self._best: dict = {}
         self._scattered: dict = {}    # (workload key, input name) -> (array, digest, future)
         self.per_worker: dict = collections.defaultdict(lambda: {"count": 0, "noise": []})
-        workers = self._workers()
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        if not any(info[w].get("resources", {}).get(RESOURCE) for w in workers):
+        info = self._call(worker_info, self.client)
+        if not any(w.get("resources", {}).get(RESOURCE) for w in info.values()):
             raise ClusterError(f"no Dask worker offers the resource {RESOURCE!r}: start "
                                f"workers with --resources {RESOURCE}=1")
 
