@@ -12,6 +12,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 
 import autosched_helpers  # noqa: F401 - registers the steps_test_* workloads
 import numpy as np
@@ -421,12 +422,14 @@ def test_or_sample_builds_untuned_groups_with_sampled_schedules(net, tmp_path):
     assert plain.samples == 0 and every.samples == 1
 
 
-def test_or_sample_measures_when_asked_and_uses_the_best_measured(net):
+def test_or_sample_measures_when_asked_and_uses_the_best_measured(net, tmp_path, monkeypatch):
     mod, tasks, x, expected = net
+    # the sampled logs are kept for the user (as TVM's); here they go to tmp_path
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     ctx = auto.ApplyHistoryBestOrSample([], num_measure=2)
     lib = build(mod, ctx=ctx)
     assert ctx.samples == 3 and {t.workload_key for t in tasks} <= set(ctx.workload_keys)
-    assert ctx.log_dir is not None
+    assert ctx.log_dir is not None and ctx.log_dir.startswith(str(tmp_path))
     assert sorted(os.listdir(ctx.log_dir)) == [f"sampled_{k}.json" for k in (1, 2, 3)]
     # every sampled group was measured, so its records answer, not an unmeasured sample
     assert all(state is None for state in ctx._sampled.values())

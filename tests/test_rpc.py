@@ -3,9 +3,11 @@ that measures through them (``RPCRunner``, ``LocalRPCMeasureContext``).
 
 Kernels are real (a matmul checked against numpy) or hand-written LLVM IR that crashes
 or hangs; the tracker and server are real processes on this machine."""
+import glob
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -49,6 +51,10 @@ def _matmul_module(tmp_path):
     path = str(tmp_path / "mm.o")
     compiler.build(s, [A, B, C], "llvm").save(path)
     return path
+
+
+def _session_dirs() -> set:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "rpc-session-*")))
 
 
 def _hand_kernel(name: str, body: str):
@@ -99,12 +105,19 @@ def test_remote_errors_name_the_problem(cluster):
 def test_a_crashing_kernel_ends_only_its_session(cluster):
     _tracker, _server, ts = cluster
     obj, metas = _hand_kernel("crash", CRASH_BODY)
+    before = _session_dirs()
     sess = ts.request(KEY, timeout=10)
     mod = sess.load_module(obj, metas)
+    assert len(_session_dirs() - before) == 1
     args = [sess.empty((N, N)) for _ in range(3)]
     with pytest.raises(rpc.RPCConnectionClosed, match="ended during 'call'"):
         mod(*args)
     assert not sess.is_open
+    # the killed session's directory is removed by the server, not left in /tmp
+    deadline = time.monotonic() + 10
+    while _session_dirs() - before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _session_dirs() - before
     with ts.request(KEY, timeout=10) as again:                     # the server lives on
         again.request({"op": "ping"})
 

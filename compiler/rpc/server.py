@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -58,7 +59,11 @@ def _handshake(conn: socket.socket, key: str) -> bool:
 
 
 def _run_forked(conn: socket.socket, closing: list) -> None:
-    """Serve one session in a child process and wait for it to end."""
+    """Serve one session in a child process and wait for it to end.
+
+    The parent makes and removes the session's directory: a session killed by a signal
+    (a crashing kernel) never reaches its own cleanup."""
+    workdir = tempfile.mkdtemp(prefix="rpc-session-")
     pid = os.fork()
     if pid == 0:                                    # the session process
         code = 0
@@ -66,12 +71,15 @@ def _run_forked(conn: socket.socket, closing: list) -> None:
             for s in closing:
                 s.close()
             P.die_with_parent()
-            run_session(conn, tempfile.mkdtemp(prefix="rpc-session-"))
+            run_session(conn, workdir)
         except BaseException:                       # noqa: BLE001 - a child must not return
             code = 1
         os._exit(code)
     conn.close()
-    os.waitpid(pid, 0)
+    try:
+        os.waitpid(pid, 0)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def serve(host: str = "0.0.0.0", port: int = 9091, port_end: int = 9199, key: str = "",
