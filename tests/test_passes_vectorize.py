@@ -1,6 +1,9 @@
 """Tests of the ``vectorize_loops`` pass."""
+import numpy as np
+import pytest
 from interp import assert_same_result, ci, fi
 
+from compiler import build, te
 from compiler.passes import flatten_buffers, vectorize_loops
 from compiler.tir import dtype as dt
 from compiler.tir import expr as E
@@ -136,6 +139,30 @@ def test_long_loops_are_split_into_chunks():
     assert [lp.kind for lp in _loops(h)] == ["serial"]
 
 
+def test_widths_that_are_not_powers_of_two_become_unrolled_power_of_two_chunks():
+    A2 = S.decl_buffer((256,), "float32", "A2")
+    j = E.Var("j")
+    g = _check(_f(S.For(j, ci(0), ci(24), "vectorized", S.BufferStore(
+        A2, E.BufferLoad(A2, (j + 100,)) * fi(2.0), (j,))), A2))
+    assert str(g.body) == "\n".join([
+        "for j_outer in T.unroll(3):",
+        "    A2[T.Ramp(j_outer * 8, 1, 8)] = A2[T.Ramp(j_outer * 8 + 100, 1, 8)] * "
+        "T.Broadcast(T.float32(2.0), 8)"])
+    widths = {}
+    for n in (6, 7, 8, 12, 20, 21, 40, 48, 56, 96):
+        h = _check(_f(S.For(j, ci(0), ci(n), "vectorized", S.BufferStore(
+            A2, fi(1.0), (j,))), A2))
+        loops = _loops(h)
+        widths[n] = (len(loops) and (loops[0].kind, loops[0].extent.value),
+                     {dt.lanes(x.dtype) for x in _all_exprs(h)} - {1})
+    assert widths == {
+        6: (0, {6}), 7: (0, {7}), 8: (0, {8}),                  # one register: kept whole
+        12: (("unrolled", 3), {4}), 20: (("unrolled", 5), {4}),
+        21: (0, {21}),                                          # odd: no power-of-two chunk
+        40: (("unrolled", 5), {8}), 48: (("unrolled", 3), {16}), 56: (("unrolled", 7), {8}),
+        96: (("serial", 3), {32})}                              # > 64: a serial chunk loop
+
+
 def test_non_zero_min_and_symbolic_stride():
     n = E.Var("n")
     A2 = S.decl_buffer((256,), "float32", "A2")
@@ -148,3 +175,30 @@ def test_non_zero_min_and_symbolic_stride():
 def test_nothing_to_do_keeps_identity():
     f = _outer_inner(lambda i, j: S.BufferStore(C, fi(1.0), (i, j)), kind="serial")
     assert vectorize_loops(f) is f
+
+
+@pytest.mark.parametrize("nr", [12, 20, 24, 40, 48])
+def test_register_tiles_of_any_even_width_compute_the_product(nr):
+    """A cache_write register tile of 4 x nr accumulators, vectorized over nr (as the
+    search writes them): compiled through the chunked vectors, checked against numpy."""
+    m, k, n = 8, 64, 2 * nr
+    a_t, b_t = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    r = te.reduce_axis((0, k), name="r")
+    c_t = te.compute((m, n), lambda i, j: te.sum(a_t[i, r] * b_t[r, j], axis=r), name="C")
+    s = te.create_schedule(c_t.op)
+    acc = s.cache_write(c_t, "local")
+    io, ii = s[c_t].split(c_t.op.axis[0], factor=4)
+    jo, ji = s[c_t].split(c_t.op.axis[1], factor=nr)
+    s[c_t].reorder(io, jo, ii, ji)
+    s[c_t].vectorize(ji)
+    s[acc].compute_at(s[c_t], jo)
+    ai, aj = s[acc].op.axis
+    s[acc].reorder(s[acc].op.reduce_axis[0], ai, aj)
+    s[acc].unroll(ai)
+    s[acc].vectorize(aj)
+    rng = np.random.default_rng(nr)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c = np.zeros((m, n), np.float32)
+    build(s, [a_t, b_t, c_t])(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
