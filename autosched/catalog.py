@@ -113,11 +113,19 @@ BUILTIN = {
 }
 
 
-def _topi_default(name: str, *args):
-    """(topi's x86 schedule, tensors) of a built-in workload: the floor tuning must beat."""
+def _topi_default(name: str, *args, layout_free: bool = False):
+    """(topi's x86 schedule, tensors) of a built-in workload: the floor tuning must beat.
+    ``layout_free``: its weights will be rewritten into the kernel's order (dense)."""
     tensors = WORKLOAD_FUNCS[name](*args)
-    return getattr(topi.x86, BUILTIN[name].schedule)(tensors[-1]), tensors
+    schedule = getattr(topi.x86, BUILTIN[name].schedule)
+    extra = {"layout_free": True} if layout_free else {}
+    return schedule(tensors[-1], **extra), tensors
 
 
-for _name in BUILTIN:
-    register_default_schedule_func(_name, functools.partial(_topi_default, _name))
+# topi's dense schedule has a variant for a weight the layout rewrite packs
+_LAYOUT_FREE_SCHEDULES = ("schedule_dense",)
+for _name, _entry in BUILTIN.items():
+    register_default_schedule_func(
+        _name, functools.partial(_topi_default, _name),
+        functools.partial(_topi_default, _name, layout_free=True)
+        if _entry.schedule in _LAYOUT_FREE_SCHEDULES else None)

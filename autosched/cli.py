@@ -33,7 +33,7 @@ from . import catalog
 from .cli_network import run_network
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel, prior_from_text
-from .default_state import default_state
+from .default_state import is_default_program
 from .errors import AutoSchedError
 from .layout_rewrite import LayoutRewriteOption
 from .measure.builder import LocalBuilder
@@ -286,8 +286,7 @@ def print_summary(task, name, args, log, stats, ns) -> int:
     # the answer may be the default schedule's own state (no tuned state beat it by
     # PREFER_MARGIN): then the two timers would time one program, and their ratio
     # (0.99x, 1.01x) would only be noise
-    dflt = default_state(task)
-    same = dflt is not None and str(dflt) == str(state)
+    same = is_default_program(task, state)
     default_error = ""
     try:
         if not same:

@@ -12,14 +12,20 @@ Invariants: ``default_state(task)`` is either None (no default registered, its p
 has other stages than the task's DAG, or it uses a primitive no step expresses, e.g.
 ``bind``) or a State whose steps replay, lower and compute the default schedule's loop
 nest; it never raises for a schedule it cannot express.  Results are cached per
-workload key and target.
+workload key, target and whether the task rewrites layouts.
+
+A task that rewrites layouts (TVM's default on CPUs) starts from the default written for
+rewritten weights when its workload function registered one (topi's dense: the packed
+panel kernel, its weight stored as ``dense_pack``'s (N/nr, K, nr) by the rewrite), and
+only when the rewrite really applies to that state; else from the plain default.
 """
 from __future__ import annotations
 
 from compiler.schedule.trace import LeafRef, StageRef, TensorRef, record_schedules
 
-from .defaults import default_schedule_maker
+from .defaults import default_schedule_maker, layout_free_schedule_maker
 from .errors import InvalidStepError
+from .layout_rewrite import LayoutRewriteOption
 from .state import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
 from .steps import registry as R
 from .steps.compute import (
@@ -32,7 +38,7 @@ from .steps.compute import (
 )
 from .steps.loop import AnnotationStep, FuseStep, PragmaStep, ReorderStep, SplitStep
 
-__all__ = ["default_state", "state_from_trace"]
+__all__ = ["default_state", "state_from_trace", "is_default_program"]
 
 _ANN = {"parallel": ANN_PARALLEL, "vectorize": ANN_VECTORIZE, "unroll": ANN_UNROLL}
 # positional parameter names of the traced primitives (after self)
@@ -171,15 +177,25 @@ def state_from_trace(init_state, sch):
 
 def default_state(task):
     """The task's default schedule as a State, or None when it has none as steps."""
-    key = (task.workload_key, str(task.target))
+    rewrites = task.layout_rewrite_option != LayoutRewriteOption.NO_REWRITE
+    key = (task.workload_key, str(task.target), rewrites)
     if key not in _CACHE:
-        _CACHE[key] = _build(task)
+        _CACHE[key] = _build(task, rewrites)
     st = _CACHE[key]
     return None if st is None else st.copy()
 
 
-def _build(task):
-    make = default_schedule_maker(task.workload_key)
+def _build(task, rewrites: bool):
+    """The layout-free variant when the task rewrites layouts and the variant's state
+    really has its weight rewritten; else the plain default (or None)."""
+    if rewrites:
+        state = _traced(task, layout_free_schedule_maker(task.workload_key))
+        if state is not None and task.compute_dag.layout_transforms(state):
+            return state
+    return _traced(task, default_schedule_maker(task.workload_key))
+
+
+def _traced(task, make):
     if make is None:
         return None
     try:
@@ -188,3 +204,13 @@ def _build(task):
         return state_from_trace(task.compute_dag.init_state(), sch)
     except Exception:  # noqa: BLE001 - a default we cannot express only loses the seed
         return None
+
+
+def is_default_program(task, state) -> bool:
+    """``state`` is the task's default state and builds the plain default schedule's
+    program: no weight rewritten (the layout-free default with a rewritten weight is
+    another program, and its speed is its own)."""
+    dflt = default_state(task)
+    return dflt is not None and str(dflt) == str(state) and \
+        not (task.layout_rewrite_option != LayoutRewriteOption.NO_REWRITE
+             and task.compute_dag.layout_transforms(state))

@@ -33,10 +33,12 @@ from .measure.measurer import BuildResult, MeasureErrorNo, MeasureInput
 from .workload import decode_workload_key
 
 __all__ = ["register_default_schedule", "register_default_schedule_func",
-           "has_default_schedule", "default_schedule_maker", "measure_default_costs"]
+           "has_default_schedule", "default_schedule_maker", "layout_free_schedule_maker",
+           "measure_default_costs"]
 
 _DEFAULTS: dict = {}       # workload key -> make() -> (te Schedule, tensors)
 _FUNC_DEFAULTS: dict = {}  # workload function name -> make(*args) -> (te Schedule, tensors)
+_FUNC_LAYOUT_FREE: dict = {}  # the same, for tasks whose layout-free weights are rewritten
 
 
 def register_default_schedule(workload_key: str, make: Callable) -> None:
@@ -47,13 +49,22 @@ def register_default_schedule(workload_key: str, make: Callable) -> None:
     _DEFAULTS[workload_key] = make
 
 
-def register_default_schedule_func(func_name: str, make: Callable) -> None:
+def register_default_schedule_func(func_name: str, make: Callable,
+                                   layout_free: Callable | None = None) -> None:
     """The default schedule of every key of a registered workload function:
-    ``make(*args) -> (schedule, tensors)`` (the built-in catalog registers topi's)."""
-    if not callable(make):
-        raise TypeError(f"register_default_schedule_func({func_name!r}): {make!r} is not "
-                        "callable; expected make(*args) -> (schedule, tensors)")
+    ``make(*args) -> (schedule, tensors)`` (the built-in catalog registers topi's).
+
+    ``layout_free(*args)``, when given, is the same schedule written for weights stored
+    in the order the kernel reads them: the default of a task that rewrites layouts."""
+    for what in (make,) if layout_free is None else (make, layout_free):
+        if not callable(what):
+            raise TypeError(f"register_default_schedule_func({func_name!r}): {what!r} is "
+                            "not callable; expected make(*args) -> (schedule, tensors)")
     _FUNC_DEFAULTS[func_name] = make
+    if layout_free is None:
+        _FUNC_LAYOUT_FREE.pop(func_name, None)
+    else:
+        _FUNC_LAYOUT_FREE[func_name] = layout_free
 
 
 def default_schedule_maker(workload_key: str):
@@ -65,6 +76,17 @@ def default_schedule_maker(workload_key: str):
     except WorkloadError:
         return None
     make = _FUNC_DEFAULTS.get(name)
+    return None if make is None else functools.partial(make, *args)
+
+
+def layout_free_schedule_maker(workload_key: str):
+    """``make() -> (schedule, tensors)`` of the key's default schedule for rewritten
+    (layout-free) weights, or None when its function registered none."""
+    try:
+        name, args = decode_workload_key(workload_key)
+    except WorkloadError:
+        return None
+    make = _FUNC_LAYOUT_FREE.get(name)
     return None if make is None else functools.partial(make, *args)
 
 

@@ -37,7 +37,7 @@ import autosched as auto
 from autosched import catalog
 from autosched.cli import _arrays, _best_kernel
 from autosched.cost_model import PRIOR_BUILTIN, RandomModel, XGBModel
-from autosched.default_state import default_state
+from autosched.default_state import default_state, is_default_program
 from autosched.side_by_side import interleaved, kernel_timer, numpy_timer
 from autosched.steps import serialize
 from autosched.tuning import default_steps_repr, rank_records
@@ -162,10 +162,8 @@ def mark_default_answers(task, run: dict, states: dict) -> None:
     with the default program, so its figure is the default's (two builds of one program
     differ only by measurement noise); the second build's figure is kept as
     ``best@B (own build)``."""
-    dflt = default_state(task)
-    dkey = None if dflt is None else str(dflt)
     secs = run["seconds"]
-    run["best_is_default"] = {str(b): str(st) == dkey for b, st in states.items()}
+    run["best_is_default"] = {str(b): is_default_program(task, st) for b, st in states.items()}
     for b, same in run["best_is_default"].items():
         if same and f"best@{b}" in secs:
             secs[f"best@{b} (own build)"] = secs[f"best@{b}"]

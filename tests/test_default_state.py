@@ -7,13 +7,14 @@ from autosched_helpers import SMALL_SEARCH, FakeInput, FakeResult
 import autosched as auto
 import compiler
 from autosched import catalog
-from autosched.default_state import default_state, state_from_trace
-from autosched.defaults import default_schedule_maker
+from autosched.default_state import default_state, is_default_program, state_from_trace
+from autosched.defaults import default_schedule_maker, layout_free_schedule_maker
 from autosched.errors import InvalidStepError
+from autosched.layout_rewrite import LayoutRewriteOption
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.search.policy import SearchParams
 from autosched.steps import serialize
-from compiler import build, lower, relay, te
+from compiler import build, lower, relay, te, topi
 from compiler.relay import testing as relay_testing
 from compiler.schedule.trace import (
     LeafRef,
@@ -80,14 +81,52 @@ def test_no_trace_outside_the_context():
 
 
 # ---------------------------------------------------------------- the trace as steps
-def test_every_builtin_default_is_a_state_with_the_same_loop_nest():
+@pytest.mark.parametrize("rewrite", [LayoutRewriteOption.NO_REWRITE,
+                                     LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED])
+def test_every_builtin_default_is_a_state_with_the_same_loop_nest(rewrite):
+    """Each built-in default converts; a task that rewrites layouts starts from the
+    layout-free variant where one is registered (dense's), else the plain default."""
+    variants = 0
     for name, entry in catalog.BUILTIN.items():
-        task = auto.SearchTask(func=name, args=entry.default_args)
+        task = auto.SearchTask(func=name, args=entry.default_args,
+                               layout_rewrite_option=rewrite)
         st = default_state(task)
         assert st is not None, name
         sch, args = task.compute_dag.apply_steps_from_state(st)
-        dsch, dargs = default_schedule_maker(task.workload_key)()
+        make = default_schedule_maker(task.workload_key)
+        if rewrite and layout_free_schedule_maker(task.workload_key) is not None:
+            make = layout_free_schedule_maker(task.workload_key)
+            variants += 1
+        dsch, dargs = make()
         assert str(lower(sch, args, name="f")) == str(lower(dsch, dargs, name="f")), name
+    assert variants == (2 if rewrite else 0)       # dense and dense_bias_relu
+
+
+def test_a_dense_that_rewrites_layouts_starts_from_the_packed_panel_kernel():
+    """The weight of the layout-free default is rewritten to dense_pack's layout (N/nr, K,
+    nr) (nr from the target's vector width); built with the transformed weight, the
+    kernel computes numpy's result; without the rewrite the task keeps the plain
+    default ("dot": an rfactor, no transform)."""
+    ref = catalog.BUILTIN["dense_bias_relu"].numpy_ref
+    task = auto.SearchTask(func="dense_bias_relu", args=(8, 32, 48),
+                           layout_rewrite_option=LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)
+    st = default_state(task)
+    (tr,) = task.compute_dag.layout_transforms(st)
+    nr = topi.x86.dense.packed_width(48, topi.x86.utils.vector_lanes("float32"))
+    assert tr.arg_index == 1 and tr.new_shape == (48 // nr, 8, 4, nr)
+    sch, tensors = task.compute_dag.apply_steps_from_state(
+        st, LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)
+    x, w, b = ((RNG.random(shape) - 0.5).astype("float32")
+               for shape in ((8, 32), (48, 32), (48,)))
+    out = np.zeros((8, 48), "float32")
+    build(sch, tensors)(x, tr.apply(w), b, out)
+    np.testing.assert_allclose(out, ref(x, w, b), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(tr.apply(w), w.reshape(48 // nr, nr, 8, 4)
+                                  .transpose(0, 2, 3, 1))
+    plain = default_state(auto.SearchTask(func="dense_bias_relu", args=(8, 32, 48),
+                                          layout_rewrite_option=LayoutRewriteOption.NO_REWRITE))
+    assert "RF" in str([s.to_record()[0] for s in plain.transform_steps])
+    assert "RF" not in str([s.to_record()[0] for s in st.transform_steps])
 
 
 def test_packed_dense_groups_of_a_model_are_states_with_the_same_loop_nest():
@@ -214,3 +253,18 @@ def test_seeding_can_be_turned_off():
                           seed_default_schedule=False)
     policy = auto.SketchPolicy(task, params=params, seed=0, verbose=0)
     assert dflt not in {str(s) for s in policy.pick_states(6)}
+
+
+def test_the_default_program_is_the_plain_default_state_only():
+    """A dense task that rewrites layouts starts from another program than the plain
+    default (its weight packed), so its answer is timed, not assumed the default's."""
+    def task(name, args, rewrite):
+        return auto.SearchTask(func=name, args=args, layout_rewrite_option=rewrite)
+
+    packed = task("dense_bias_relu", (8, 32, 48), LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)
+    plain = task("dense_bias_relu", (8, 32, 48), LayoutRewriteOption.NO_REWRITE)
+    mm = task("matmul", (24, 40, 32), LayoutRewriteOption.REWRITE_FOR_PRE_TRANSFORMED)
+    assert not is_default_program(packed, default_state(packed))
+    assert is_default_program(plain, default_state(plain))
+    assert is_default_program(mm, default_state(mm))
+    assert not is_default_program(plain, default_state(packed))

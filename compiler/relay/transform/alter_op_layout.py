@@ -36,6 +36,7 @@ import numpy as np
 
 from ...topi.nn.dense import pack_dense_weight
 from ...topi.x86.conv2d import packed_col_tile
+from ...topi.x86.dense import packed_width
 from ...topi.x86.utils import vector_lanes
 from ..expr import Call, Constant, Function
 from ..functor import ExprMutator
@@ -71,10 +72,9 @@ def _packable(e: Call) -> int:
 
 
 def dense_pack_width(units: int) -> int:
-    """Units per packed weight block: two float32 vectors when they divide ``units``,
-    else one, else 0 (not packed)."""
-    v = vector_lanes("float32")
-    return next((nr for nr in (2 * v, v) if units % nr == 0), 0)
+    """Units per packed weight block (``topi.x86.dense.packed_width``: three float32
+    vectors on AVX2, two on AVX-512, when they divide ``units``), or 0 (not packed)."""
+    return packed_width(units, vector_lanes("float32"))
 
 
 def _dense_packable(e: Call) -> int:
