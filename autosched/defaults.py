@@ -71,22 +71,22 @@ def default_schedule_maker(workload_key: str):
     """``make() -> (schedule, tensors)`` of the key's default schedule, or None."""
     if workload_key in _DEFAULTS:
         return _DEFAULTS[workload_key]
-    try:
-        name, args = decode_workload_key(workload_key)
-    except WorkloadError:
-        return None
-    make = _FUNC_DEFAULTS.get(name)
-    return None if make is None else functools.partial(make, *args)
+    return _func_maker(_FUNC_DEFAULTS, workload_key)
 
 
 def layout_free_schedule_maker(workload_key: str):
     """``make() -> (schedule, tensors)`` of the key's default schedule for rewritten
     (layout-free) weights, or None when its function registered none."""
+    return _func_maker(_FUNC_LAYOUT_FREE, workload_key)
+
+
+def _func_maker(table: dict, workload_key: str):
+    """The maker ``table`` holds for the key's workload function, bound to its args."""
     try:
         name, args = decode_workload_key(workload_key)
     except WorkloadError:
         return None
-    make = _FUNC_LAYOUT_FREE.get(name)
+    make = table.get(name)
     return None if make is None else functools.partial(make, *args)
 
 
