@@ -133,13 +133,17 @@ def test_long_loops_are_split_into_chunks():
         "for j_outer in range(3):",
         '    A2[T.Ramp(j_outer * 64 + 32, 1, 64)] = T.Cast("float32x64", '
         "T.Ramp(j_outer * 64, 1, 64))"])
-    # 67 is prime: no chunk <= 64 divides it, so the loop stays serial
-    h = _check(_f(S.For(j, ci(0), ci(67), "vectorized", S.BufferStore(
-        A2, fi(1.0), (j,))), A2))
-    assert [lp.kind for lp in _loops(h)] == ["serial"]
+    # 115 = 14 x 8 + 3: a serial loop of 8-lane vectors (112 lanes > 64), then a
+    # 3-lane tail vector
+    h = _check(_f(S.For(j, ci(0), ci(115), "vectorized", S.BufferStore(
+        A2, E.Cast("float32", j), (j + 32,))), A2))
+    assert str(h.body) == "\n".join([
+        "for j_outer in range(14):",
+        '    A2[T.Ramp(j_outer * 8 + 32, 1, 8)] = T.Cast("float32x8", T.Ramp(j_outer * 8, 1, 8))',
+        'A2[T.Ramp(144, 1, 3)] = T.Cast("float32x3", T.Ramp(112, 1, 3))'])
 
 
-def test_widths_that_are_not_powers_of_two_become_unrolled_power_of_two_chunks():
+def test_widths_that_are_not_powers_of_two_become_power_of_two_chunks_and_a_tail():
     A2 = S.decl_buffer((256,), "float32", "A2")
     j = E.Var("j")
     g = _check(_f(S.For(j, ci(0), ci(24), "vectorized", S.BufferStore(
@@ -148,8 +152,23 @@ def test_widths_that_are_not_powers_of_two_become_unrolled_power_of_two_chunks()
         "for j_outer in T.unroll(3):",
         "    A2[T.Ramp(j_outer * 8, 1, 8)] = A2[T.Ramp(j_outer * 8 + 100, 1, 8)] * "
         "T.Broadcast(T.float32(2.0), 8)"])
+    # 58 = 7 x 8 + 2 (the padded row of a 56-wide conv): an unrolled loop of 8-lane
+    # vectors, then one 2-lane vector
+    g = _check(_f(S.For(j, ci(0), ci(58), "vectorized", S.BufferStore(
+        A2, E.BufferLoad(A2, (j + 100,)) * fi(2.0), (j,))), A2))
+    assert str(g.body) == "\n".join([
+        "for j_outer in T.unroll(7):",
+        "    A2[T.Ramp(j_outer * 8, 1, 8)] = A2[T.Ramp(j_outer * 8 + 100, 1, 8)] * "
+        "T.Broadcast(T.float32(2.0), 8)",
+        "A2[T.Ramp(56, 1, 2)] = A2[T.Ramp(156, 1, 2)] * T.Broadcast(T.float32(2.0), 2)"])
+    # a tail of one lane is a scalar statement
+    g = _check(_f(S.For(j, ci(0), ci(9), "vectorized", S.BufferStore(
+        A2, E.BufferLoad(A2, (j + 100,)) * fi(2.0), (j,))), A2))
+    assert str(g.body) == "\n".join([
+        "A2[T.Ramp(0, 1, 8)] = A2[T.Ramp(100, 1, 8)] * T.Broadcast(T.float32(2.0), 8)",
+        "A2[8] = A2[108] * T.float32(2.0)"])
     widths = {}
-    for n in (6, 7, 8, 12, 20, 21, 40, 48, 56, 96):
+    for n in (6, 7, 8, 12, 20, 21, 40, 48, 56, 67, 96, 226):
         h = _check(_f(S.For(j, ci(0), ci(n), "vectorized", S.BufferStore(
             A2, fi(1.0), (j,))), A2))
         loops = _loops(h)
@@ -157,10 +176,11 @@ def test_widths_that_are_not_powers_of_two_become_unrolled_power_of_two_chunks()
                      {dt.lanes(x.dtype) for x in _all_exprs(h)} - {1})
     assert widths == {
         6: (0, {6}), 7: (0, {7}), 8: (0, {8}),                  # one register: kept whole
-        12: (("unrolled", 3), {4}), 20: (("unrolled", 5), {4}),
-        21: (0, {21}),                                          # odd: no power-of-two chunk
+        12: (0, {8, 4}), 20: (("unrolled", 2), {8, 4}),         # vectors of 8 and a tail
+        21: (("unrolled", 2), {8, 5}), 67: (("unrolled", 8), {8, 3}),
         40: (("unrolled", 5), {8}), 48: (("unrolled", 3), {16}), 56: (("unrolled", 7), {8}),
-        96: (("serial", 3), {32})}                              # > 64: a serial chunk loop
+        96: (("serial", 3), {32}),                              # > 64: a serial chunk loop
+        226: (("serial", 28), {8, 2})}
 
 
 def test_non_zero_min_and_symbolic_stride():
@@ -177,8 +197,8 @@ def test_nothing_to_do_keeps_identity():
     assert vectorize_loops(f) is f
 
 
-@pytest.mark.parametrize("nr", [12, 20, 24, 40, 48])
-def test_register_tiles_of_any_even_width_compute_the_product(nr):
+@pytest.mark.parametrize("nr", [9, 12, 20, 24, 28, 40, 48, 58])
+def test_register_tiles_of_any_width_compute_the_product(nr):
     """A cache_write register tile of 4 x nr accumulators, vectorized over nr (as the
     search writes them): compiled through the chunked vectors, checked against numpy."""
     m, k, n = 8, 64, 2 * nr

@@ -16,16 +16,20 @@ value, or vectors of another width already inside.
 Nested serial loops whose bounds do not depend on ``v`` are kept, their bodies vectorized.
 
 Invariants: a vectorized loop is assumed free of loop-carried dependences (the schedule
-only vectorizes spatial axes; reductions hit the fallback above).  Vectors are
-power-of-two wide whenever N allows: an even N > 8 that is not a power of two becomes an
-unrolled loop over chunks of the largest power of two dividing it (at most 64), so 24
-lanes are 3 vectors of 8.  (LLVM compiles a vector whose width is not a power of two
-poorly: a 4 x 24 register tile as <24 x float> ran 5-9x slower than 4 x 16, and as
-three <8 x float> as fast.)  Any other N > 64 is split into a serial outer loop over
-chunks of the largest divisor of N that is <= 64, or falls back to serial when that
-divisor would be 1.  ``if_then_else`` with a scalar condition keeps it scalar (only
-the taken branch is evaluated); with a vector condition it stays a vector Call for the
-code generator to handle lane-safely.
+only vectorizes spatial axes; reductions hit the fallback above).  A loop of N <= 8
+lanes is one vector.  A longer one is cut into vectors of a power-of-two width: of the
+largest power of two dividing N (at most 64) when that is 8 or more, so 24 lanes are 3
+vectors of 8 and 48 are 3 of 16; else vectors of 8 and one tail vector of the remaining
+N % 8 lanes (a scalar iteration when 1 is left), so 58 lanes are 7 vectors of 8 and 2
+lanes, 20 are 2 of 8 and 4.  The chunks run in a loop, unrolled when it covers at most
+64 lanes (a register tile keeps its accumulators in registers), else serial.  (LLVM
+compiles a vector whose width is not a power of two poorly: a 4 x 24 register tile as
+<24 x float> ran 5-9x slower than 4 x 16, and as three <8 x float> as fast; cutting
+widths without a factor of 8 into vectors of their largest power-of-two factor made 58
+lanes 29 vectors of 2, which an 8-lane main part with a 2-lane tail runs 1.9x faster.)
+``if_then_else`` with a scalar condition keeps it scalar (only the taken branch is
+evaluated); with a vector condition it stays a vector Call for the code generator to
+handle lane-safely.
 """
 from __future__ import annotations
 
@@ -52,14 +56,26 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.functor import Mutator, transform_func
-from ..tir.stmt import AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, PrimFunc
+from ..tir.stmt import (
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    seq,
+)
 from .common import loop_range
+from .simplify import make_replacer
 
 __all__ = ["vectorize_loops", "MAX_LANES"]
 
 MAX_LANES = 64
 # up to this many lanes a vector stays whole: one AVX2 register of float32, which LLVM
-# widens cheaply (6 lanes as <6 x float> ran faster than as three <2 x float>)
+# widens cheaply (6 lanes as <6 x float> ran faster than as three <2 x float>); longer
+# loops without a factor of 8 are vectors of this width and one tail vector
 SMALL_LANES = 8
 _INT_ALGEBRA = (Add, Sub, Mul, FloorDiv, FloorMod)
 
@@ -72,20 +88,18 @@ def _lanes(e) -> int:
     return dt.lanes(e.dtype)
 
 
-def _chunk(n: int) -> int:
-    """The vector width a vectorized loop of ``n`` iterations is cut into: ``n`` itself
-    when it is at most SMALL_LANES, or odd and at most MAX_LANES; else the largest power
-    of two dividing ``n`` (<= MAX_LANES) when that is at least 2; else the largest divisor
-    of ``n`` that is <= MAX_LANES."""
+def _chunks(n: int) -> tuple:
+    """(lanes, count, tail) a vectorized loop of ``n`` iterations is cut into: ``count``
+    vectors of ``lanes`` then one vector of ``tail`` lanes (0: none; 1: a scalar
+    iteration).  ``n`` itself when it is at most SMALL_LANES; else the largest power of
+    two dividing ``n`` (<= MAX_LANES) when that is at least SMALL_LANES; else vectors of
+    SMALL_LANES and the remainder."""
+    if n <= SMALL_LANES:
+        return n, 1, 0
     pow2 = min(n & -n, MAX_LANES)
-    if n <= SMALL_LANES or (n <= MAX_LANES and pow2 == 1):
-        return n
-    if pow2 >= 2:
-        return pow2
-    for d in range(MAX_LANES, 0, -1):
-        if n % d == 0:
-            return d
-    return 1
+    if pow2 >= SMALL_LANES:
+        return pow2, n // pow2, 0
+    return SMALL_LANES, n // SMALL_LANES, n % SMALL_LANES
 
 
 class _Vectorizer(Mutator):
@@ -287,23 +301,35 @@ def vectorize_one(loop: For, body, simplifier: Simplifier | None = None) -> obje
     n = loop.extent.value if type(loop.extent) is IntImm else None
     if n is None or n <= 1 or dt.lanes(loop.loop_var.dtype) != 1:
         return _serial(loop, body)
-    lanes = _chunk(n)
-    if lanes == 1:
-        return _serial(loop, body)
+    lanes, count, tail = _chunks(n)
     var = loop.loop_var
     try:
-        if lanes == n:
+        if count == 1 and not tail:
             return _Vectorizer(var, loop.min, n, simp).visit(body)
-        outer = Var(var.name + "_outer", var.dtype)
-        simp.bind(outer, (0, n // lanes - 1))
-        base = simp.visit(Add(loop.min, Mul(outer, IntImm(var.dtype, lanes))))
-        inner = _Vectorizer(var, base, lanes, simp).visit(body)
-        # a few chunks of a register tile are unrolled: accumulators stay in registers
-        kind = ForKind.UNROLLED if n <= MAX_LANES else ForKind.SERIAL
-        return For(outer, IntImm(var.dtype, 0), IntImm(var.dtype, n // lanes),
-                   kind, inner, loop.annotations)
+        parts = [_vector_chunks(loop, body, lanes, count, simp)]
+        if tail:
+            base = simp.visit(Add(loop.min, IntImm(var.dtype, lanes * count)))
+            parts.append(_Vectorizer(var, base, tail, simp).visit(body) if tail > 1 else
+                         make_replacer(body, var, simp)(base))
+        return seq(*parts)
     except _Unsupported:
         return _serial(loop, body)
+
+
+def _vector_chunks(loop: For, body, lanes: int, count: int, simp: Simplifier):
+    """``count`` vectors of ``lanes`` from the loop's start: one vector statement, or a
+    loop over them -- unrolled when the loop is at most MAX_LANES long (the chunks of a
+    register tile keep their accumulators in registers), else serial."""
+    var = loop.loop_var
+    if count == 1:
+        return _Vectorizer(var, loop.min, lanes, simp).visit(body)
+    outer = Var(var.name + "_outer", var.dtype)
+    simp.bind(outer, (0, count - 1))
+    base = simp.visit(Add(loop.min, Mul(outer, IntImm(var.dtype, lanes))))
+    inner = _Vectorizer(var, base, lanes, simp).visit(body)
+    kind = ForKind.UNROLLED if lanes * count <= MAX_LANES else ForKind.SERIAL
+    return For(outer, IntImm(var.dtype, 0), IntImm(var.dtype, count), kind, inner,
+               loop.annotations)
 
 
 class _LoopFinder(Mutator):
