@@ -177,7 +177,7 @@ def state_from_trace(init_state, sch):
 
 def default_state(task):
     """The task's default schedule as a State, or None when it has none as steps."""
-    rewrites = task.layout_rewrite_option != LayoutRewriteOption.NO_REWRITE
+    rewrites = _rewrites(task)
     key = (task.workload_key, str(task.target), rewrites)
     if key not in _CACHE:
         _CACHE[key] = _build(task, rewrites)
@@ -212,5 +212,9 @@ def is_default_program(task, state) -> bool:
     another program, and its speed is its own)."""
     dflt = default_state(task)
     return dflt is not None and str(dflt) == str(state) and \
-        not (task.layout_rewrite_option != LayoutRewriteOption.NO_REWRITE
-             and task.compute_dag.layout_transforms(state))
+        not (_rewrites(task) and task.compute_dag.layout_transforms(state))
+
+
+def _rewrites(task) -> bool:
+    """Whether ``task`` rewrites the layouts of its layout-free weights."""
+    return task.layout_rewrite_option != LayoutRewriteOption.NO_REWRITE
