@@ -10,6 +10,7 @@ import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched import state as S
 from autosched.features import extract as F
+from autosched.features import nest as N
 from autosched.features.nest import build_nests
 from autosched.search.mutation_rules import MUTATIONS, mutate
 from autosched.steps import (
@@ -187,6 +188,61 @@ def test_memo_reuses_rows_and_is_bounded():
     assert not first[0].flags.writeable
     assert len(fx._memo) == 4
     assert fx.featurize(pop[-1]) is first[-2]
+
+
+def _generations(name, args, n, gens, seed=0):
+    """A sampled population and ``gens`` generations of mutated children."""
+    rng = random.Random(seed)
+    out = [_population(name, args, n, seed)]
+    for _ in range(gens):
+        kids: list = []
+        while len(kids) < n:
+            child = mutate(rng.choice(out[-1]), rng, 2, MUTATIONS)
+            if child is not None:
+                kids.append(child)
+        out.append(kids)
+    return out
+
+
+def _alone(state):
+    raw = F.featurize_raw(state)
+    raw[:, F._LOG] = F.slog(raw[:, F._LOG])
+    return raw.astype(np.float32)
+
+
+@pytest.mark.parametrize("name,args", WORKLOADS)
+def test_memoized_store_rows_equal_rows_computed_alone(name, args):
+    """Rows of stores outside any compute_at come from the extractor's store memo once
+    seen; every state's rows equal those of the state featurized alone, bit for bit."""
+    fx = F.FeatureExtractor()
+    reused = 0
+    for batch in _generations(name, args, 40, 2):
+        before = dict(fx._stores)
+        reused += sum(F._store_key(job) in before
+                      for st in batch for job in F.state_jobs(st))
+        for st, rows in zip(batch, fx.featurize_many(batch)):
+            assert not rows.flags.writeable
+            np.testing.assert_array_equal(rows, _alone(st), err_msg=str(st))
+    assert fx._stores and reused > 0
+
+
+def test_attached_nests_are_the_same_with_a_warm_memo():
+    """``_attached_outer`` memoizes an attached stage's enclosing loops on its root
+    parent's loops; the nests equal those built with the memo empty."""
+    states = [st for g in _generations("matmul", (64, 48, 32), 30, 1) for st in g]
+    N._OUTER.clear()
+    cold = []
+    for st in states:
+        cold.append(build_nests(st))
+        N._OUTER.clear()
+    warm = [build_nests(st) for st in states]
+    attached = sum(n.attached for nests in warm for n in nests)
+    assert 0 < len(N._OUTER) < attached       # memoized, and hit
+    for a_nests, b_nests in zip(cold, warm):
+        for a, b in zip(a_nests, b_nests):
+            assert (a.ext, a.pos, a.root_ext) == (b.ext, b.pos, b.root_ext)
+            np.testing.assert_array_equal(a.span, b.span)
+            np.testing.assert_array_equal(a.step, b.step)
 
 
 @pytest.mark.slow   # a timing assertion: fails under load

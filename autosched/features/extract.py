@@ -36,7 +36,9 @@ are log-scaled with ``slog(x) = sign(x) * log2(1 + |x|)``; one-hot columns and t
 intensity curve (already a log) are kept as they are.
 
 Invariants: featurization is deterministic and pure (the same State always gives the
-same bytes); results are memoized per (DAG, printed State) in a bounded LRU.
+same bytes, whatever else is in its batch and whatever the memos hold); results are
+memoized per (DAG, printed State) in a bounded LRU, and so is the row of every store
+outside any compute_at, per what decides it (``_store_key``).
 """
 from __future__ import annotations
 
@@ -255,12 +257,34 @@ def featurize_raw(state, line_bytes: int = 64) -> np.ndarray:
     return rows_for(state_jobs(state), line_bytes)
 
 
+_STORE_MEMO = 16384        # rows of stores outside any compute_at, per extractor
+
+
+def _store_key(job):
+    """What decides the row of a store outside any compute_at, or None for an attached
+    store.  Such a store's loops are one memoized ``nest._loop_geometry`` entry (for
+    its atoms, body and whole root ranges); the entry's ``span`` array stands for them
+    by its identity -- the memo holding the row holds that array too, so the id is
+    not reused meanwhile -- and the rest is its annotations, auto-unroll step, the
+    bound-shrunk shapes of the attached stages it reads and whether it is an output.
+
+    Why: in a search round about half the stores outside any compute_at repeat one
+    seen before (a tile-size mutation of an inner split leaves the outer stage as it
+    was), and computing their rows again was a third of the batch."""
+    nest, shapes, is_output = job
+    if nest.attached:
+        return None
+    reads = tuple(map(shapes.get, nest.info.access_keys)) if shapes else None
+    return (id(nest.span), tuple(nest.ann), nest.max_unroll, reads, is_output)
+
+
 class FeatureExtractor:
     """Featurizes States with an LRU memo keyed by (DAG, printed loop nest)."""
 
     def __init__(self, config: FeatureConfig | None = None):
         self.config = config or FeatureConfig()
         self._memo: OrderedDict = OrderedDict()
+        self._stores: dict = {}
 
     def featurize(self, state) -> np.ndarray:
         """float32 matrix (rows, len(FEATURE_NAMES)), log-scaled."""
@@ -284,17 +308,51 @@ class FeatureExtractor:
                 todo.append((key, st))
         if todo:
             jobs = [state_jobs(st) for _, st in todo]
-            raw = rows_for([j for js in jobs for j in js], self.config.cache_line_bytes)
-            raw[:, _LOG] = slog(raw[:, _LOG])
-            raw = raw.astype(np.float32)
-            lo = 0
-            for (key, st), js in zip(todo, jobs):
-                rows = raw[lo:lo + len(js)]
+            for (key, st), rows in zip(todo, self._rows_of(jobs)):
                 rows.flags.writeable = False
-                lo += len(js)
                 self._remember(key, st.dag, rows)
                 for i in keys[key]:
                     out[i] = rows
+        return out
+
+    def _rows_of(self, jobs) -> list:
+        """Each state's rows (float32, log-scaled) from its jobs: the rows of stores
+        outside any compute_at seen before come from ``_stores`` (``_store_key``), the
+        others are computed in one batch.  A state whose rows are all computed gets a
+        view of the batch, as before the memo; the others a stacked copy."""
+        stores = self._stores
+        todo: list = []         # the jobs to compute
+        plan: list = []         # per state: a row per job, (True, row) or (False, index)
+        fresh: list = []        # (key, span, index in todo) of computed rows to remember
+        for js in jobs:
+            got = []
+            for job in js:
+                key = _store_key(job)
+                hit = None if key is None else stores.get(key)
+                if hit is not None and hit[0] is job[0].span:
+                    got.append((True, hit[1]))
+                else:
+                    if key is not None:
+                        fresh.append((key, job[0].span, len(todo)))
+                    got.append((False, len(todo)))
+                    todo.append(job)
+            plan.append(got)
+        raw = rows_for(todo, self.config.cache_line_bytes)
+        raw[:, _LOG] = slog(raw[:, _LOG])
+        raw = raw.astype(np.float32)
+        if len(stores) + len(fresh) > _STORE_MEMO:
+            stores.clear()
+        for key, span, k in fresh:
+            row = raw[k].copy()         # not a view: it would keep the whole batch alive
+            row.flags.writeable = False
+            stores[key] = (span, row)
+        out = []
+        for got in plan:
+            if all(not cached for cached, _ in got):
+                lo = got[0][1] if got else 0
+                out.append(raw[lo:lo + len(got)])     # computed together: a view
+            else:
+                out.append(np.stack([v if cached else raw[v] for cached, v in got]))
         return out
 
     def _remember(self, key, dag, rows) -> None:

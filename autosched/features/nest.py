@@ -366,6 +366,37 @@ def _attached_range(info, parent, k):
     return _range_geometry(info, parent.info, inner)
 
 
+# (id of a root parent's span, attach position, stage's body info) -> (that span, root
+# extents, spans and steps of the enclosing loops); bounded like ``_memo``
+_OUTER: dict = {}
+
+
+def _attached_outer(info, parent, k) -> tuple:
+    """(root extents, spans, steps of the ``k`` enclosing loops, as moves of this
+    stage's roots) of a stage attached inside ``parent``'s loop ``k - 1``.
+
+    When ``parent`` is attached nowhere, its span and step arrays are the shared ones
+    of a ``_loop_geometry`` entry, which stand for its loops: the result is memoized on
+    the span array's identity (the entry holds the array, so its id is not reused while
+    the entry exists).  About half the attached stages of a search round sit in a
+    parent loop nest seen before.  The shared arrays are read-only."""
+    memo = not parent.attached
+    if memo:
+        key = (id(parent.span), k, info)
+        hit = _OUTER.get(key)
+        if hit is not None and hit[0] is parent.span:
+            return hit[1]
+    root_ext, abs_mt, mt = _attached_range(info, parent, k)
+    outer_span, outer_step = parent.span[:k] @ abs_mt, parent.step[:k] @ mt
+    outer_span.flags.writeable = outer_step.flags.writeable = False
+    out = (root_ext, outer_span, outer_step)
+    if memo:
+        if len(_OUTER) >= 16384:
+            _OUTER.clear()
+        _OUTER[key] = (parent.span, out)
+    return out
+
+
 @_memo
 def _range_geometry(info, pinfo, inner):
     ext, M = _range_of(info, pinfo, inner)
@@ -511,7 +542,7 @@ def build_nests(state) -> list:
         root_ext, k = info.root_ext, 0
         if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
-            root_ext, abs_mt, mt = _attached_range(info, parent, k)
+            root_ext, outer_span, outer_step = _attached_outer(info, parent, k)
         atoms = _checked(leaves[sid], st)
         ext, pos, span, step = _loop_geometry(tuple(atoms), info, tuple(root_ext))
         max_unroll = st.auto_unroll_max_step
@@ -519,8 +550,8 @@ def build_nests(state) -> list:
             ext = parent.ext[:k] + ext
             ann = parent.ann[:k] + ann
             pos = [POS_OUTER_SPATIAL] * k + pos
-            span = np.concatenate((parent.span[:k] @ abs_mt, span))   # 2-D: a vstack
-            step = np.concatenate((parent.step[:k] @ mt, step))
+            span = np.concatenate((outer_span, span))   # 2-D: a vstack
+            step = np.concatenate((outer_step, step))
             max_unroll = max_unroll or parent.max_unroll
         nests[sid] = Nest(sid, info, ext, ann, pos, span, step, k, root_ext, max_unroll,
                           parent is not None)
