@@ -432,20 +432,22 @@ def _range_of(info, pinfo, inner):
 
 
 def _shrink(atoms_list, root_ext, nominal) -> dict:
-    """Actual extent of every (root, stride) atom once root r only spans root_ext[r]."""
-    by_root: dict = {}
+    """Actual extent of every atom of a root r that only spans root_ext[r] < its
+    nominal extent, keyed by the atom (the others keep theirs): the range is passed
+    down the root's atoms innermost (smallest stride) first."""
+    short = {r: [] for r, (x, n) in enumerate(zip(root_ext, nominal)) if x < n}
     for atoms in atoms_list:
-        for r, s, e in atoms:
-            by_root.setdefault(r, []).append((s, e))
+        for a in atoms:
+            lst = short.get(a[0])
+            if lst is not None:
+                lst.append(a)
     act = {}
-    for r, lst in by_root.items():
+    for r, lst in short.items():
         rem = root_ext[r]
-        if rem >= nominal[r]:
-            for s, e in lst:
-                act[(r, s)] = e
-            continue
-        for s, e in sorted(lst):
-            act[(r, s)] = min(e, rem)
+        lst.sort()              # one root: by stride, then extent
+        for a in lst:
+            e = a[2]
+            act[a] = e if e < rem else rem
             rem = -(-rem // e)
     return act
 
@@ -484,7 +486,7 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
             continue
         if len(atoms) == 1:          # most loops: one atom, one root, nothing to mix
             r, s, e = atoms[0]
-            a = e if act is None else act[(r, s)]
+            a = e if act is None else act.get(atoms[0], e)
             if a > 1:
                 out[l * R + r] = s * (a - 1)
                 out[steps_at + l * R + r] = s
@@ -494,8 +496,9 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
         # the loop's moving atoms: their extents' product, the last one's step, and
         # whether they move one root (its position) or several (mixed)
         x, base, last_r, last_s, first, mixed = 1, l * R, -1, 0, -1, False
-        for r, s, e in atoms:
-            a = e if act is None else act[(r, s)]
+        for atom in atoms:
+            r, s, e = atom
+            a = e if act is None else act.get(atom, e)
             if a > 1:
                 x *= a
                 out[base + r] += s * (a - 1)
