@@ -435,7 +435,7 @@ def _shrink(atoms_list, root_ext, nominal) -> dict:
     """Actual extent of every atom of a root r that only spans root_ext[r] < its
     nominal extent, keyed by the atom (the others keep theirs): the range is passed
     down the root's atoms innermost (smallest stride) first."""
-    short = {r: [] for r, (x, n) in enumerate(zip(root_ext, nominal)) if x < n}
+    short: dict = {r: [] for r, (x, n) in enumerate(zip(root_ext, nominal)) if x < n}
     for atoms in atoms_list:
         for a in atoms:
             lst = short.get(a[0])
