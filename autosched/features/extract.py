@@ -270,7 +270,7 @@ def _store_key(job):
 
     Why: in a search round about half the stores outside any compute_at repeat one
     seen before (a tile-size mutation of an inner split leaves the outer stage as it
-    was), and computing their rows again was a third of the batch."""
+    was), so about a third of a batch's rows need not be computed again."""
     nest, shapes, is_output = job
     if nest.attached:
         return None
