@@ -130,6 +130,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
                                options.measure_callbacks, verbose=options.verbose,
                                max_continuous_error=options.max_continuous_error)
     start = time.perf_counter()
+    # a policy counts its search time over its life; this call's is what it adds
+    searched = policy.search_seconds
     best_at = 0
     try:
         # the default schedule's cost, timed by the same runner: the floor to beat (and
@@ -161,7 +163,7 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
                     stats.cut_off += 1
                 else:
                     stats.errors += 1
-            _account(stats, measurer, policy, start)
+            _account(stats, measurer, policy, start, searched)
             if options.progress_callback:
                 options.progress_callback(stats)
             if options.early_stopping and stats.trials - best_at >= options.early_stopping:
@@ -169,7 +171,7 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
         if not stats.stop_reason and options.retime_top_k and options.retime_rounds:
             _retime_best(task, policy, measurer, options, stats)
     finally:
-        _account(stats, measurer, policy, start)
+        _account(stats, measurer, policy, start, searched)
         _close(measurer)
     return stats
 
@@ -297,11 +299,11 @@ def _hint_existing_log(options: TuningOptions) -> None:
             return
 
 
-def _account(stats, measurer, policy, start) -> None:
+def _account(stats, measurer, policy, start, searched: float) -> None:
     stats.wall_seconds = time.perf_counter() - start
     stats.build_seconds = measurer.total_build_seconds
     stats.run_seconds = measurer.total_run_seconds
-    stats.search_seconds = policy.search_seconds
+    stats.search_seconds = policy.search_seconds - searched
 
 
 def _close(measurer) -> None:

@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from autosched_helpers import SMALL_SEARCH
+from autosched_helpers import SMALL_SEARCH, Fine
 
 import autosched as auto
 from autosched import catalog  # noqa: F401  (registers built-in workloads)
@@ -183,6 +183,20 @@ def test_tune_small_matmul_end_to_end_and_resume(tmp_path):
     assert stats2.preloaded == 8 and stats2.trials == 4
     new = open(log).read().splitlines()[8:]
     assert len(new) == 4 and not {l.split('"r"')[0] for l in new} & before
+
+
+def test_each_tune_call_reports_its_own_search_seconds():
+    fine = Fine()
+    task = auto.SearchTask(func="steps_test_matmul", args=(16, 16, 16))
+    policy = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0, verbose=0)
+    calls = []
+    for _ in range(3):
+        opts = auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4,
+                                  verbose=0, builder=fine, runner=fine, retime_top_k=0)
+        calls.append(task.tune(opts, policy))
+    assert all(0 < s.search_seconds <= s.wall_seconds for s in calls)
+    # the policy's total is the sum of the calls' shares, not the last call's figure
+    assert sum(s.search_seconds for s in calls) == pytest.approx(policy.search_seconds)
 
 
 def test_overhead_share_is_the_time_outside_building_and_running():

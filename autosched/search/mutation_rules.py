@@ -1,5 +1,5 @@
-"""Mutations for the evolutionary search: tile size, auto-unroll, compute location and
-parallel/vectorize annotations.
+"""Mutations for the evolutionary search, TVM's four: tile size, auto-unroll, compute
+location and the granularity of the parallel fuse.
 
 A mutation edits the step list of a State and replays it from the initial state, so the
 child is always consistent; a child whose steps no longer apply is discarded (None).
@@ -10,6 +10,8 @@ replayed.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import state as S
 from ..errors import InvalidStepError
 from ..steps import registry as ST
@@ -18,14 +20,12 @@ from .init_rules import (
     AUTO_UNROLL_CONFIGS,
     MAX_INNERMOST_FACTOR,
     divisors,
-    init_parallel,
-    init_unroll,
-    init_vectorization,
     location_candidates,
 )
 from .retile import retiled
 
-_TAIL = (ST.FuseStep, ST.AnnotationStep, ST.PragmaStep)
+# steps that add stages: a later one would need its stage numbers rewritten
+_ADDS_STAGES = (ST.CacheReadStep, ST.CacheWriteStep, ST.RfactorStep)
 
 
 def replay(dag, steps):
@@ -125,22 +125,88 @@ def _places_before(state, k: int):
     return memo[key]
 
 
-def _strip_tail(steps) -> list:
-    n = len(steps)
-    while n and isinstance(steps[n - 1], _TAIL):
-        n -= 1
-    return list(steps[:n])
-
-
-def mutate_parallel(state, rng, num_cores: int):
-    """Re-derive the annotations with a different parallel granularity."""
-    base = replay(state.dag, _strip_tail(state.transform_steps))
-    if base is None:
+def mutate_parallel(state, rng, num_cores: int = 0):
+    """TVM's MutateParallel: change how many outer loops the fuse before a parallel
+    annotation joins.  A candidate is a parallel annotation of iterator 0 right after
+    a fuse of iterators 0..n of the same stage; the new fuse joins iterators 0..m, m
+    drawn below the first reduce, annotated or attached-at iterator of the stage as
+    the steps before the fuse leave it.  Later steps of that stage are shifted to the
+    new loop positions: annotations and pragmas as TVM's, fuses too (our vectorization
+    fuses inner loops, which TVM's rule would give up on); any other later step of the
+    stage, or one that adds stages, declines it (None), as TVM's does.  ``num_cores``
+    is unused (the signature of the other rules)."""
+    steps = state.transform_steps
+    cands = [k for k in range(1, len(steps)) if _is_fused_parallel(steps, k)]
+    if not cands:
         return None
-    degree = num_cores * rng.choice((1, 2, 4, 8, 16, 64))
-    init_parallel(base, num_cores, max_degree=degree)
-    init_vectorization(base, rng)
-    return init_unroll(base, rng)
+    k = rng.choice(cands)
+    fuse = steps[k - 1]
+    sid = fuse.stage_id
+    n_fusable = _fusable_before(state, k - 1)
+    if not n_fusable:
+        return None
+    last = rng.randrange(n_fusable)
+    offset = fuse.fused_ids[-1] - last
+    if offset == 0:
+        return None
+    new = list(steps[:k - 1]) + [ST.FuseStep(sid, tuple(range(last + 1))), steps[k]]
+    for step in steps[k + 1:]:
+        if isinstance(step, _ADDS_STAGES):
+            return None
+        if step.stage_id == sid:
+            step = _shifted(step, offset)
+            if step is None:
+                return None
+        new.append(step)
+    return replay(state.dag, new)
+
+
+def _is_fused_parallel(steps, k: int) -> bool:
+    ann, fuse = steps[k], steps[k - 1]
+    return isinstance(ann, ST.AnnotationStep) and ann.annotation == S.ANN_PARALLEL and \
+        ann.iter_id == 0 and isinstance(fuse, ST.FuseStep) and \
+        fuse.stage_id == ann.stage_id and fuse.fused_ids[0] == 0
+
+
+def _fusable_before(state, k: int) -> int:
+    """How many leading iterators of the stage of step ``k`` (a FuseStep) a fuse may
+    join, as the steps before it leave the stage (0: none, or they do not replay).
+    Only the structure decides it, so it is kept in the struct_memo."""
+    memo = state.struct_memo()
+    key = ("fusable_before", k)
+    if key not in memo:
+        before = replay(state.dag, state.transform_steps[:k])
+        memo[key] = 0 if before is None else \
+            _fusable_prefix(before, state.transform_steps[k].stage_id)
+    return memo[key]
+
+
+def _fusable_prefix(state, sid: int) -> int:
+    """Leading iterators of stage ``sid`` up to the first reduce or annotated one, and
+    before one that a stage is attached at."""
+    attached = {it for t, it in state.attach_map.values() if t == sid}
+    n = 0
+    for it in state.stages[sid].iters:
+        if it.kind == S.REDUCTION or it.annotation != S.ANN_NONE or n in attached:
+            break
+        n += 1
+    return n
+
+
+def _shifted(step, offset: int):
+    """``step`` (of the re-fused stage) with its iterator positions moved by
+    ``offset``; iterator 0 (the parallel loop) stays.  None: a step kind that cannot
+    follow the change, or a loop the new fuse swallowed (a position that would land
+    on the parallel loop or before it)."""
+    if isinstance(step, (ST.AnnotationStep, ST.PragmaStep)):
+        if step.iter_id == 0:
+            return step
+        return replace(step, iter_id=step.iter_id + offset) \
+            if step.iter_id + offset > 0 else None
+    if isinstance(step, ST.FuseStep) and step.fused_ids[0] + offset > 0 and \
+            step.fused_ids[0] > 0:
+        return replace(step, fused_ids=tuple(i + offset for i in step.fused_ids))
+    return None
 
 
 MUTATIONS = (("tile_size", 0.90), ("auto_unroll", 0.04), ("compute_location", 0.05),
