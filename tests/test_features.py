@@ -104,6 +104,25 @@ def test_loop_nests_match_bound_inference(name, args):
         _check_against_bound_inference(child)
 
 
+@pytest.mark.parametrize("name,args", [WORKLOADS[1], WORKLOADS[3], WORKLOADS[2]])
+def test_stages_computed_outside_their_reader_match_bound_inference(name, args):
+    """A stage computed at a loop of its consumer's attach target (the consumer runs
+    deeper inside), or at a loop of the root its several consumers share (softmax's
+    exp, read by its norm and by its sum attached there): the region is what the
+    readers inside the attach point touch, as bound inference has it."""
+    rng = random.Random(3)
+    seen = 0
+    for st in _population(name, args, 48, seed=4):
+        for _ in range(4):
+            plan = N._nest_plan(st)
+            if any(att is not None and readers != (att[0],)
+                   for _, _, att, _, readers in plan):
+                _check_against_bound_inference(st)
+                seen += 1
+            st = mutate(st, rng, 2, MUTATIONS) or st
+    assert seen >= 10
+
+
 def test_sketch_is_refused():
     sketch = auto.SketchPolicy(_task("matmul", (64, 48, 32))).generate_sketches()[0]
     with pytest.raises(F.FeatureError, match="sketch"):

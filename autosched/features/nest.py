@@ -327,6 +327,21 @@ def leaves_agree(state) -> bool:
     return memo[1]
 
 
+def _enclosing(info, parent, k: int, readers: tuple, nests: dict) -> tuple:
+    """``_attached_outer`` of a stage attached inside ``parent``'s loop ``k - 1``, seen
+    through the nests of its ``readers`` (``_nest_plan``).  A reader attached inside
+    ``parent`` has enclosing loops that begin with ``parent``'s, so its rows from the
+    attach point on are what runs per iteration there.  With several readers the stage
+    covers the largest of their ranges (bound inference takes the union; they nest in
+    the cases TVM's candidates make, e.g. softmax's exp read elementwise by its norm
+    and whole by its sum computed inside it).  No reader: ``parent``, the whole range."""
+    if len(readers) <= 1:
+        return _attached_outer(info, nests[readers[0]] if readers else parent, k)
+    outs = [_attached_outer(info, nests[r], k) for r in readers]
+    root_ext = [max(col) for col in zip(*(o[0] for o in outs))]
+    return root_ext, outs[0][1], outs[0][2]
+
+
 def _checked(atoms_list, stage) -> list:
     """The mirrored leaves, or a name-based guess if their number disagrees with the
     State's iterators (the extents agree by construction; tests check them)."""
@@ -518,21 +533,43 @@ def _loop_geometry(atoms_list: tuple, info, root_ext: tuple):
 
 
 def _nest_plan(state) -> tuple:
-    """(stage id, body info, attach point or None, its iterators' annotations) of every
-    computed stage, consumers first: the structure alone decides it, so it is kept in
-    the state's struct_memo (the annotation lists are shared: read-only)."""
+    """(stage id, body info, attach point or None, its iterators' annotations, the
+    stages whose bodies read it there) of every computed stage, consumers first: the
+    structure alone decides it, so it is kept in the state's struct_memo (the
+    annotation lists are shared: read-only).
+
+    The readers of an attached stage: its attach target if that reads it, and the
+    stages attached inside the target that read it.  Usually the target is the one
+    reader; TVM also computes a stage at a loop of its consumer's attach target, and
+    at a loop of the root its several consumers share."""
     memo = state.struct_memo()
     plan = memo.get("nest_plan")
     if plan is None:
-        stages = state.stages
+        stages, amap = state.stages, state.attach_map
         inlined = frozenset(st.op for st in stages if st.compute_at == S.INLINED)
+        rows = [(sid, body_info(st.op, inlined),
+                 amap.get(sid) if st.compute_at == S.ITER else None,
+                 [it.annotation for it in st.iters])
+                for sid, st in reversed(list(enumerate(stages)))
+                if not st.is_placeholder and st.compute_at != S.INLINED]
+        infos = {sid: info for sid, info, _, _ in rows}
         plan = memo["nest_plan"] = tuple(
-            (sid, body_info(st.op, inlined),
-             state.attach_map.get(sid) if st.compute_at == S.ITER else None,
-             [it.annotation for it in st.iters])
-            for sid, st in reversed(list(enumerate(stages)))
-            if not st.is_placeholder and st.compute_at != S.INLINED)
+            (sid, info, att, ann, () if att is None else tuple(
+                r for r, rinfo in infos.items()
+                if (r == att[0] or _inside(r, att[0], amap))
+                and _reader(rinfo, info.op)[0] is not None))
+            for sid, info, att, ann in rows)
     return plan
+
+
+def _inside(sid: int, target: int, attach_map) -> bool:
+    """Whether stage ``sid`` is attached, directly or through others, inside
+    ``target``."""
+    while sid in attach_map:
+        sid = attach_map[sid][0]
+        if sid == target:
+            return True
+    return False
 
 
 def build_nests(state) -> list:
@@ -540,13 +577,13 @@ def build_nests(state) -> list:
     stages = state.stages
     leaves = leaves_of(state)
     nests: dict = {}
-    for sid, info, att, ann in _nest_plan(state):
+    for sid, info, att, ann, readers in _nest_plan(state):
         st = stages[sid]
         parent = nests.get(att[0]) if att else None
         root_ext, k = info.root_ext, 0
         if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
-            root_ext, outer_span, outer_step = _attached_outer(info, parent, k)
+            root_ext, outer_span, outer_step = _enclosing(info, parent, k, readers, nests)
         atoms = _checked(leaves[sid], st)
         ext, pos, span, step = _loop_geometry(tuple(atoms), info, tuple(root_ext))
         max_unroll = st.auto_unroll_max_step
