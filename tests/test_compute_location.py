@@ -9,7 +9,12 @@ from autosched_helpers import make, run_and_compare, task_of
 
 import autosched as auto
 from autosched import state as S
-from autosched.search.init_rules import location_candidates, location_scan, places_of_scan
+from autosched.search.init_rules import (
+    change_compute_location,
+    location_candidates,
+    location_scan,
+    places_of_scan,
+)
 from autosched.search.mutation_rules import mutate_compute_location, replay
 from autosched.steps import registry as ST
 
@@ -109,3 +114,19 @@ def test_mutation_moves_the_padding_only_to_offered_places():
         assert (step.target_stage_id, step.target_iter_id) in location_candidates(before, PAD)
         moved += 1
     assert moved >= 10
+
+
+def test_init_places_but_never_inlines_a_stage_at_the_root():
+    # TVM's InitChangeComputeLocation: the padding (at the root in the sketch) is
+    # computed at a candidate or left at the root, each alike likely; never inlined
+    pop = auto.SketchPolicy(task_of("conv"), seed=1, verbose=0).sample_initial_population(60)
+    where = [st.stages[PAD].compute_at for st in pop]
+    assert S.INLINED not in where
+    assert where.count(S.ROOT) >= 5 and where.count(S.ITER) >= 20
+
+
+def test_init_keeps_what_the_sketch_attached():
+    state = make("conv", ST.ComputeAtStep(PAD, CONV, 2))
+    for seed in range(20):
+        st = change_compute_location(state.copy(), random.Random(seed))
+        assert st.transform_steps == state.transform_steps

@@ -188,23 +188,26 @@ def _attached_iters(state, sid) -> set:
 
 
 def change_compute_location(state, rng):
+    """TVM's InitChangeComputeLocation for the stages at the root.  Every such stage
+    that is neither tiled nor in need of multi-level tiling (consumers first) draws one
+    of its ``location_candidates``, or stays at the root (two of the ``n + 2`` draws:
+    TVM's "root" and its "inline", which inlines only a stage the sketch attached).
+    So a conv's padding is placed, never inlined, here.  Unlike TVM, a stage the
+    sketch attached (or one with stages attached to it) keeps its place: custom sketch
+    rules attach stages on purpose (the sparse 3x3 rule's im2col rows)."""
     for sid in range(len(state.stages) - 1, -1, -1):
         st = state.stages[sid]
-        if st.is_placeholder or st.compute_at == S.INLINED or is_output(state, sid):
+        if st.is_placeholder or st.compute_at != S.ROOT or is_output(state, sid):
             continue
-        if needs_mlt(state, sid) or state.attached_to(sid) or st.compute_at == S.ITER:
-            continue
-        if len(st.iters) != len(st.op.axis) + len(st.op.reduce_axis):
-            continue   # already transformed by the sketch (e.g. an rfactor stage)
+        if needs_mlt(state, sid) or is_tiled(st) or state.attached_to(sid):
+            continue   # (is_tiled: e.g. an rfactor stage, tiled by the sketch)
         cands = location_candidates(state, sid)
         choice = rng.randrange(len(cands) + 2)
-        try:
-            if choice == 0 and not st.op.reduce_axis:
-                apply_step(state, ST.ComputeInlineStep(sid))
-            elif choice >= 2:
+        if choice >= 2:
+            try:
                 apply_step(state, ST.ComputeAtStep(sid, *cands[choice - 2]))
-        except InvalidStepError:
-            continue
+            except InvalidStepError:
+                continue
     return state
 
 
