@@ -11,6 +11,7 @@ from autosched import catalog  # noqa: F401  (registers built-in workloads)
 from autosched import state as S
 from autosched.features import extract as F
 from autosched.features import nest as N
+from autosched.features import regions as R
 from autosched.features.nest import build_nests
 from autosched.search.mutation_rules import MUTATIONS, mutate
 from autosched.steps import (
@@ -249,14 +250,14 @@ def test_attached_nests_are_the_same_with_a_warm_memo():
     """``_attached_outer`` memoizes an attached stage's enclosing loops on its root
     parent's loops; the nests equal those built with the memo empty."""
     states = [st for g in _generations("matmul", (64, 48, 32), 30, 1) for st in g]
-    N._OUTER.clear()
+    R._OUTER.clear()
     cold = []
     for st in states:
         cold.append(build_nests(st))
-        N._OUTER.clear()
+        R._OUTER.clear()
     warm = [build_nests(st) for st in states]
     attached = sum(n.attached for nests in warm for n in nests)
-    assert 0 < len(N._OUTER) < attached       # memoized, and hit
+    assert 0 < len(R._OUTER) < attached       # memoized, and hit
     for a_nests, b_nests in zip(cold, warm):
         for a, b in zip(a_nests, b_nests):
             assert (a.ext, a.pos, a.root_ext) == (b.ext, b.pos, b.root_ext)

@@ -21,7 +21,8 @@ Model (an approximation of ``compiler.schedule.bound``):
   the shrunk root range is passed down the atoms innermost first as
   ``min(extent, remaining)`` (what bound inference does through splits);
 - the loops enclosing the attach point act on the attached stage through the reader's
-  index map: a step of such a loop moves the stage's root ``d`` by ``coef_d . step``.
+  index map: a step of such a loop moves the stage's root ``d`` by ``coef_d . step``
+  (``regions.py`` computes both for an attached stage).
 
 The mirrored leaves are memoized on the State (``leaves_of``; a state that
 ``search.retile`` built arrives with them), and ``leaves_agree`` says whether they match
@@ -51,7 +52,8 @@ from ..steps.loop import (
     SplitStep,
     split_chain_extents,
 )
-from .body import READ, body_info
+from .body import body_info
+from .regions import enclosing, reader
 
 # annotation position codes (Ansor's AnnotationPosType)
 POS_NONE, POS_INNER_SPATIAL, POS_MIDDLE_SPATIAL, POS_OUTER_SPATIAL = 0, 1, 2, 3
@@ -327,21 +329,6 @@ def leaves_agree(state) -> bool:
     return memo[1]
 
 
-def _enclosing(info, parent, k: int, readers: tuple, nests: dict) -> tuple:
-    """``_attached_outer`` of a stage attached inside ``parent``'s loop ``k - 1``, seen
-    through the nests of its ``readers`` (``_nest_plan``).  A reader attached inside
-    ``parent`` has enclosing loops that begin with ``parent``'s, so its rows from the
-    attach point on are what runs per iteration there.  With several readers the stage
-    covers the largest of their ranges (bound inference takes the union; they nest in
-    the cases TVM's candidates make, e.g. softmax's exp read elementwise by its norm
-    and whole by its sum computed inside it).  No reader: ``parent``, the whole range."""
-    if len(readers) <= 1:
-        return _attached_outer(info, nests[readers[0]] if readers else parent, k)
-    outs = [_attached_outer(info, nests[r], k) for r in readers]
-    root_ext = [max(col) for col in zip(*(o[0] for o in outs))]
-    return root_ext, outs[0][1], outs[0][2]
-
-
 def _checked(atoms_list, stage) -> list:
     """The mirrored leaves, or a name-based guess if their number disagrees with the
     State's iterators (the extents agree by construction; tests check them)."""
@@ -355,96 +342,6 @@ def _checked(atoms_list, stage) -> list:
         r = names.get(it.name.split("@")[0].split(".")[0], 0)
         out.append(((r, 1, it.extent),) if (it.extent or 1) > 1 else ())
     return out
-
-
-# ---------------------------------------------------------------------- bounds
-@_memo
-def _reader(pinfo, op):
-    """The access of ``pinfo``'s op reading ``op``'s output, as Python lists:
-    per tuple, per dimension ((root, coef) pairs, const); plus the affine flags."""
-    acc = next((a for a in pinfo.accesses if a.kind == READ and a.tensor.op is op), None)
-    if acc is None:
-        return None, None, None
-    forms = [[([(r, c) for r, c in enumerate(row) if c], const)
-              for row, const in zip(co, cs)] for co, cs in zip(
-                  acc.coefs.tolist(), acc.consts.tolist())]
-    return acc, forms, acc.affine.tolist()
-
-
-def _attached_range(info, parent, k):
-    """(root extents, |M|.T, M.T) of a stage attached inside ``parent``'s loop ``k - 1``,
-    for the index map M[root of stage, root of parent].  They depend only on the two
-    bodies and the parent's spans inside the attach point, so they are memoized on
-    those; the shared values are read-only."""
-    acc = _reader(parent.info, info.op)[0]
-    inner = None if acc is None else tuple(parent.span[k:].sum(axis=0).tolist())
-    return _range_geometry(info, parent.info, inner)
-
-
-# (id of a root parent's span, attach position, stage's body info) -> (that span, root
-# extents, spans and steps of the enclosing loops); bounded like ``_memo``
-_OUTER: dict = {}
-
-
-def _attached_outer(info, parent, k) -> tuple:
-    """(root extents, spans, steps of the ``k`` enclosing loops, as moves of this
-    stage's roots) of a stage attached inside ``parent``'s loop ``k - 1``.
-
-    When ``parent`` is attached nowhere, its span and step arrays are the shared ones
-    of a ``_loop_geometry`` entry, which stand for its loops: the result is memoized on
-    the span array's identity (the entry holds the array, so its id is not reused while
-    the entry exists).  In a search round 69% of the attached stages of matmul and
-    dense sit in a parent loop nest seen before, 30% of conv2d's (whose deeper
-    attachments are not memoized).  The shared arrays are read-only."""
-    memo = not parent.attached
-    if memo:
-        key = (id(parent.span), k, info)
-        hit = _OUTER.get(key)
-        if hit is not None and hit[0] is parent.span:
-            return hit[1]
-    root_ext, abs_mt, mt = _attached_range(info, parent, k)
-    outer_span, outer_step = parent.span[:k] @ abs_mt, parent.step[:k] @ mt
-    outer_span.flags.writeable = outer_step.flags.writeable = False
-    out = (root_ext, outer_span, outer_step)
-    if memo:
-        if len(_OUTER) >= 16384:
-            _OUTER.clear()
-        _OUTER[key] = (parent.span, out)
-    return out
-
-
-@_memo
-def _range_geometry(info, pinfo, inner):
-    ext, M = _range_of(info, pinfo, inner)
-    abs_m = np.abs(M)
-    M.flags.writeable = abs_m.flags.writeable = False
-    return ext, abs_m.T, M.T
-
-
-def _range_of(info, pinfo, inner):
-    acc, forms, affine = _reader(pinfo, info.op)
-    n_sp = info.n_spatial
-    M = np.zeros((info.n_root, pinfo.n_root))
-    if acc is None:
-        return list(info.root_ext), M
-    ext = []
-    for d in range(n_sp):
-        dom = info.root_ext[d]
-        if not affine[d]:
-            ext.append(dom)
-            continue
-        lo = hi = None
-        for tup in forms:
-            pairs, const = tup[d]
-            moved = [c * inner[r] for r, c in pairs]
-            a = const + sum(x for x in moved if x < 0)
-            b = const + sum(x for x in moved if x > 0)
-            lo = a if lo is None or a < lo else lo
-            hi = b if hi is None or b > hi else hi
-        assert lo is not None and hi is not None     # every access has a tuple
-        ext.append(max(1, min(dom, int(hi - lo) + 1)))
-    M[:n_sp] = acc.coefs[0]
-    return ext + list(info.root_ext[n_sp:]), M
 
 
 def _shrink(atoms_list, root_ext, nominal) -> dict:
@@ -557,7 +454,7 @@ def _nest_plan(state) -> tuple:
             (sid, info, att, ann, () if att is None else tuple(
                 r for r, rinfo in infos.items()
                 if (r == att[0] or _inside(r, att[0], amap))
-                and _reader(rinfo, info.op)[0] is not None))
+                and reader(rinfo, info.op)[0] is not None))
             for sid, info, att, ann in rows)
     return plan
 
@@ -583,7 +480,7 @@ def build_nests(state) -> list:
         root_ext, k = info.root_ext, 0
         if parent is not None and att is not None:
             k = parent.n_outer + att[1] + 1
-            root_ext, outer_span, outer_step = _enclosing(info, parent, k, readers, nests)
+            root_ext, outer_span, outer_step = enclosing(info, parent, k, readers, nests)
         atoms = _checked(leaves[sid], st)
         ext, pos, span, step = _loop_geometry(tuple(atoms), info, tuple(root_ext))
         max_unroll = st.auto_unroll_max_step
