@@ -142,3 +142,16 @@ def test_mutate_parallel_shifts_a_later_fuse_of_the_stage():
         ST.AnnotationStep(3, 2, S.ANN_VECTORIZE)]
     assert [it.extent for it in child.stages[3].iters] == [8, 4, 4]
     run_and_compare("chain", child)
+
+
+def test_mutate_parallel_declines_a_later_compute_at_into_the_stage():
+    # the fuse changes the stage's loop numbers; a compute-at step after it would keep
+    # its old loop number (TVM's rule would apply it there regardless)
+    steps = [ST.SplitStep(3, 1, 16, (4,)), ST.FuseStep(3, (0, 1)),
+             ST.AnnotationStep(3, 0, S.ANN_PARALLEL), ST.ComputeAtStep(2, 3, 1)]
+    parent = make("chain", *steps[:3])
+    moved = replay(parent.dag, steps)
+    assert moved is not None
+    rng = random.Random(0)
+    assert any(mutate_parallel(parent, rng) is not None for _ in range(20))
+    assert all(mutate_parallel(moved, rng) is None for _ in range(20))

@@ -105,7 +105,7 @@ def mutate_compute_location(state, rng):
     in need of multi-level tiling move: a tiled stage's compute-at is part of its
     sketch (the fused tiling levels are different sketches)."""
     cands = [k for k, s in enumerate(state.transform_steps)
-             if isinstance(s, ST.ComputeAtStep) and _places_before(state, k) is not None]
+             if isinstance(s, ST.ComputeAtStep) and _scan_before(state, k) is not None]
     if not cands:
         return None
     k = rng.choice(cands)
@@ -119,15 +119,27 @@ def mutate_compute_location(state, rng):
     return replay(state.dag, steps)
 
 
-def _places_before(state, k: int):
-    """Where step ``k`` (a ComputeAtStep) could compute its stage, as the state before
-    it offers (``location_candidates``); None when the stage may not move (it is
-    tiled or needs multi-level tiling) or those steps do not replay.
+def _places_before(state, k: int) -> list:
+    """Where step ``k`` (a ComputeAtStep of a stage that may move: ``_scan_before``)
+    could compute its stage, as the state before it offers (``location_candidates``).
+    Which loops have extent 1 depends on this state's split lengths: they are read
+    from the loop model's leaves after the first ``k`` steps, so no replay is needed."""
+    scan, n_iters = _scan_before(state, k)
+    leaves = mirror_leaves(state, stop=k)
+    if leaves is None or any(len(leaves[t]) != n_iters[t] for t, _, _ in scan):
+        before = replay(state.dag, state.transform_steps[:k])    # the model declined
+        return [] if before is None else \
+            location_candidates(before, state.transform_steps[k].stage_id)
+    # extent 1: every atom of the loop has extent 1 (a symbolic extent is not 1)
+    return places_of_scan(scan, lambda t, i: all(a[2] == 1 for a in leaves[t][i]))
 
-    The structure decides the scan (``location_scan``), so it is kept in the
-    struct_memo: one replay of the steps before ``k`` per structure, not per
-    mutation.  Which loops have extent 1 depends on this state's split lengths: they
-    are read from the loop model's leaves after the first ``k`` steps."""
+
+def _scan_before(state, k: int):
+    """(``location_scan`` of step ``k``'s stage, iterator count per stage) in the
+    state before step ``k`` (a ComputeAtStep); None when the stage may not move (it
+    is tiled or needs multi-level tiling, as in TVM) or those steps do not replay.
+    The structure decides it, so it is kept in the struct_memo: one replay of the
+    steps before ``k`` per structure, not per mutation."""
     memo = state.struct_memo()
     key = ("compute_at_scan", k)
     if key not in memo:
@@ -137,17 +149,7 @@ def _places_before(state, k: int):
             needs_mlt(before, sid) else (
                 location_scan(before, sid),
                 {t: len(before.stages[t].iters) for t in range(len(before.stages))})
-    scan = memo[key]
-    if scan is None:
-        return None
-    scan, n_iters = scan
-    leaves = mirror_leaves(state, stop=k)
-    if leaves is None or any(len(leaves[t]) != n_iters[t] for t, _, _ in scan):
-        before = replay(state.dag, state.transform_steps[:k])    # the model declined
-        return None if before is None else \
-            location_candidates(before, state.transform_steps[k].stage_id)
-    # extent 1: every atom of the loop has extent 1 (a symbolic extent is not 1)
-    return places_of_scan(scan, lambda t, i: all(a[2] == 1 for a in leaves[t][i]))
+    return memo[key]
 
 
 def mutate_parallel(state, rng, num_cores: int = 0):
@@ -158,7 +160,8 @@ def mutate_parallel(state, rng, num_cores: int = 0):
     the steps before the fuse leave it.  Later steps of that stage are shifted to the
     new loop positions: annotations and pragmas as TVM's, fuses too (our vectorization
     fuses inner loops, which TVM's rule would give up on); any other later step of the
-    stage, or one that adds stages, declines it (None), as TVM's does.  ``num_cores``
+    stage, or one that adds stages, declines it (None), as TVM's does, and so does a
+    later compute-at into the stage (TVM would keep its old loop number).  ``num_cores``
     is unused (the signature of the other rules)."""
     steps = state.transform_steps
     cands = [k for k in range(1, len(steps)) if _is_fused_parallel(steps, k)]
@@ -176,8 +179,9 @@ def mutate_parallel(state, rng, num_cores: int = 0):
         return None
     new = list(steps[:k - 1]) + [ST.FuseStep(sid, tuple(range(last + 1))), steps[k]]
     for step in steps[k + 1:]:
-        if isinstance(step, _ADDS_STAGES):
-            return None
+        if isinstance(step, _ADDS_STAGES) or \
+                isinstance(step, ST.ComputeAtStep) and step.target_stage_id == sid:
+            return None         # stage numbers or a place in the stage would move
         if step.stage_id == sid:
             step = _shifted(step, offset)
             if step is None:
