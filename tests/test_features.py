@@ -13,7 +13,7 @@ from autosched.features import extract as F
 from autosched.features import nest as N
 from autosched.features import regions as R
 from autosched.features.nest import build_nests
-from autosched.search.mutation_rules import MUTATIONS, mutate
+from autosched.search.mutation_rules import MUTATIONS, mutate, replay
 from autosched.steps import (
     AnnotationStep,
     CacheWriteStep,
@@ -24,6 +24,7 @@ from autosched.steps import (
     SplitStep,
     apply_step,
 )
+from autosched.steps.compute import scope_violation
 from compiler.schedule.bound import attach_path, infer_bound
 from compiler.schedule.inline import inject_inline
 
@@ -105,22 +106,48 @@ def test_loop_nests_match_bound_inference(name, args):
         _check_against_bound_inference(child)
 
 
-@pytest.mark.parametrize("name,args", [WORKLOADS[1], WORKLOADS[3], WORKLOADS[2]])
+def _outside_reader_states(name, args):
+    """Sampled states with a producer of an attached stage R computed at a loop of R's
+    attach target, outside R (TVM's candidates offer those places): a padding at a loop
+    of the conv that its cache-write stage runs inside; softmax's exp at a loop of the
+    norm that also holds its sum (then exp has two readers there)."""
+    out = []
+    for st in _population(name, args, 24, seed=4):
+        steps = list(st.transform_steps)
+        by_op = {stage.op: i for i, stage in enumerate(st.stages)}
+        for ca in steps:
+            if not isinstance(ca, ComputeAtStep):
+                continue
+            for t in st.stages[ca.stage_id].op.input_tensors:
+                p = by_op.get(t.op)
+                if p is None or st.stages[p].is_placeholder or \
+                        st.stages[p].compute_at == S.INLINED:
+                    continue
+                rest = [s for s in steps if not (isinstance(s, ComputeAtStep)
+                                                 and s.stage_id == p)]
+                at = rest.index(ca) + 1
+                for i in range(ca.target_iter_id + 1):
+                    moved = rest[:at] + [ComputeAtStep(p, ca.target_stage_id, i)] + rest[at:]
+                    child = replay(st.dag, moved)
+                    if child is not None and scope_violation(child) is None:
+                        out.append(child)
+    return out
+
+
+@pytest.mark.parametrize("name,args", [WORKLOADS[1], WORKLOADS[2]])
 def test_stages_computed_outside_their_reader_match_bound_inference(name, args):
-    """A stage computed at a loop of its consumer's attach target (the consumer runs
-    deeper inside), or at a loop of the root its several consumers share (softmax's
-    exp, read by its norm and by its sum attached there): the region is what the
-    readers inside the attach point touch, as bound inference has it."""
-    rng = random.Random(3)
+    """A stage computed at a loop of its consumer's attach target, with the consumer
+    deeper inside (TVM's candidates offer such places, so TVM's logs hold them): the
+    region is what the reader inside the attach point touches, as bound inference has
+    it.  (With several readers the model takes the largest range, which bound
+    inference can exceed at a fused loop: softmax's exp at norm's fused loop.)"""
     seen = 0
-    for st in _population(name, args, 48, seed=4):
-        for _ in range(4):
-            plan = N._nest_plan(st)
-            if any(att is not None and readers != (att[0],)
-                   for _, _, att, _, readers in plan):
-                _check_against_bound_inference(st)
-                seen += 1
-            st = mutate(st, rng, 2, MUTATIONS) or st
+    for st in _outside_reader_states(name, args):
+        plan = N._nest_plan(st)
+        if any(att is not None and readers != (att[0],)
+               for _, _, att, _, readers in plan):
+            _check_against_bound_inference(st)
+            seen += 1
     assert seen >= 10
 
 

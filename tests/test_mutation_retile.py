@@ -23,10 +23,9 @@ from autosched.features.nest import (
 )
 from autosched.loop_state import LoopState
 from autosched.search import init_rules, mutation_rules
-from autosched.search.init_rules import is_tiled, location_candidates
+from autosched.search.init_rules import location_candidates
 from autosched.search.mutation_rules import mutate_compute_location, mutate_tile_size, replay
 from autosched.search.retile import retiled
-from autosched.search.sketch_rules import needs_mlt
 from autosched.steps import registry as ST
 from autosched.steps.compute import scope_violation
 from autosched.steps.registry import apply_step
@@ -235,30 +234,23 @@ def test_a_pickled_state_leaves_its_memos_behind():
                                   "conv2d_nhwc"])
 def test_compute_location_places_are_kept_per_structure(name):
     """The places a compute-at step may move to are memoized per structure (so per
-    k): every state, sharing its memo or not, gets what its own prefix offers, and
-    none for a tiled stage (as TVM's MutateComputeLocation)."""
+    k): every state, sharing its memo or not, gets what its own prefix offers."""
     pairs = _tile_children(name, n_states=30, generations=1)
     states = [st for pair in pairs for st in pair]
-    checked = movable = 0
+    checked = 0
     for st in states:
         for k, step in enumerate(st.transform_steps):
             if isinstance(step, ST.ComputeAtStep):
                 before = replay(st.dag, st.transform_steps[:k])
-                fixed = is_tiled(before.stages[step.stage_id]) or \
-                    needs_mlt(before, step.stage_id)
-                assert (mutation_rules._scan_before(st, k) is None) == fixed
-                if not fixed:
-                    assert mutation_rules._places_before(st, k) == \
-                        location_candidates(before, step.stage_id)
+                assert mutation_rules._places_before(st, k) == \
+                    location_candidates(before, step.stage_id)
                 checked += 1
-                movable += not fixed
     assert checked >= len(states) // 2
     rng = random.Random(1)
     children = [mutate_compute_location(st, rng) for st in states[:40]]
     moved = [c for c in children if c is not None]
-    # matmul's and dense's compute-at stages are tiled (the cache-write stage, the
-    # dense fused into its ReLU): they stay; the convolutions' padding moves
-    assert bool(moved) == bool(movable) == name.startswith("conv2d")
+    # dense's compute-at stages have a single place, the one they are at
+    assert bool(moved) == (name != "dense_bias_relu")
     for child in moved:
         _assert_replays_to_itself(child)
 

@@ -34,7 +34,9 @@ def enclosing(info, parent, k: int, readers: tuple, nests: dict) -> tuple:
     are what runs per iteration there.  With several readers the stage covers the
     largest of their ranges (bound inference takes the union; they nest in the cases
     TVM's candidates make, e.g. softmax's exp read elementwise by its norm and whole
-    by its sum computed inside it).  No reader: ``parent``, the whole range."""
+    by its sum computed inside it).  That is an approximation: at a fused loop,
+    bound inference may relax a reader's range to the whole dimension.  No reader:
+    ``parent``, the whole range."""
     if len(readers) <= 1:
         return _attached_outer(info, nests[readers[0]] if readers else parent, k)
     outs = [_attached_outer(info, nests[r], k) for r in readers]

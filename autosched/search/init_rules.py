@@ -16,7 +16,7 @@ from ..errors import InvalidStepError
 from ..steps import registry as ST
 from ..steps.registry import apply_step
 from .retile import may_retile, retiled
-from .sketch_rules import consumers_resolved, is_output, needs_mlt
+from .sketch_rules import consumers, is_output, needs_mlt
 
 MAX_INNERMOST_FACTOR = 64
 MAX_VECTORIZE_LANES = 64
@@ -105,109 +105,41 @@ def _replay_filled(sketch, rng):
 
 
 def location_candidates(state, sid) -> list:
-    """(target stage, iter) places where ``sid`` may be computed, as TVM's
-    GetComputeLocationCandidates (``location_scan`` gives the rules), for this
-    state's loop extents."""
-    return places_of_scan(location_scan(state, sid),
-                          lambda t, k: state.stages[t].iters[k].extent == 1)
-
-
-def location_scan(state, sid) -> list:
-    """The loops ``sid`` may be computed at, before the extent rule, as
-    ``(stage, iter, last)`` in TVM's order (``places_of_scan`` applies the rest).
-
-    The target is the single consumer (looking through inlined stages; several
-    consumers count as one when they share a root stage).  Its loops are scanned from
-    the outside in, skipping, when the target is itself attached, its first-level
-    tiles (``.0``, extent 1 there), and stopping at an unrolled loop, at a reduce loop
-    of an untiled target, at the first spatial loop inside a reduce loop (a tiled
-    target offers its outer reduce tiles: a conv's padding computed per input-channel
-    tile) and after a loop another stage is attached at (``last``).  An attached
-    target also offers the stage it is attached to, from the outside in, up to its
-    first reduce, unrolled or attached-at loop.  Only the structure decides the scan
-    (kinds, annotations, names, attachments); loops of extent 1 are left out
-    afterwards, together with their ``last`` (TVM skips them before that check)."""
-    target = single_consumer(state, sid)
-    if target is None:
+    """(target stage, iter) places where ``sid`` may be computed: its single consumer's
+    outer spatial loops, up to the first reduction loop."""
+    cons = consumers(state, sid)
+    if len(cons) != 1:
         return []
-    tst = state.stages[target]
-    nested = tst.compute_at == S.ITER
-    tiled = is_tiled(tst)
-    attached = _attached_iters(state, target)
-    out: list = []
-    seen_reduce = False
-    for k, it in enumerate(tst.iters):
-        if it.kind == S.REDUCTION:
-            seen_reduce = True
-            if not tiled:
-                break
-        elif it.kind == S.SPATIAL and seen_reduce:
+    c = cons[0]
+    cst = state.stages[c]
+    if cst.compute_at == S.INLINED:
+        return []
+    out = []
+    for k, it in enumerate(cst.iters):
+        if it.kind != S.SPATIAL:
             break
-        if it.annotation == S.ANN_UNROLL:
-            break
-        if not (nested and it.kind == S.SPATIAL and it.name.endswith(".0")):
-            out.append((target, k, k in attached))
-    if nested:
-        outer = state.attach_map[target][0]
-        outer_attached = _attached_iters(state, outer)
-        for k, it in enumerate(state.stages[outer].iters):
-            if it.kind == S.REDUCTION or k in outer_attached or \
-                    it.annotation == S.ANN_UNROLL:
-                break
-            out.append((outer, k, False))
+        out.append((c, k))
     return out
-
-
-def places_of_scan(scan, extent_is_one) -> list:
-    """The places of a ``location_scan``: loops of extent 1 skipped, the target's own
-    loops ending at the first ``last`` one kept."""
-    out: list = []
-    done = None            # the target stage, once a ``last`` loop ended its scan
-    for t, k, last in scan:
-        if t == done or extent_is_one(t, k):
-            continue
-        out.append((t, k))
-        if last:
-            done = t
-    return out
-
-
-def single_consumer(state, sid):
-    """TVM's GetSingleConsumerId: the one stage reading ``sid`` (through inlined
-    stages), or the root stage all its readers share; None otherwise."""
-    cons = consumers_resolved(state, sid)
-    if len(cons) <= 1:
-        return cons[0] if cons else None
-    roots = {c if state.stages[c].compute_at == S.ROOT else state.attach_map[c][0]
-             for c in cons}
-    return roots.pop() if len(roots) == 1 else None
-
-
-def _attached_iters(state, sid) -> set:
-    return {it for t, it in state.attach_map.values() if t == sid}
 
 
 def change_compute_location(state, rng):
-    """TVM's InitChangeComputeLocation for the stages at the root.  Every such stage
-    that is neither tiled nor in need of multi-level tiling (consumers first) draws one
-    of its ``location_candidates``, or stays at the root (two of the ``n + 2`` draws:
-    TVM's "root" and its "inline", which inlines only a stage the sketch attached).
-    So a conv's padding is placed, never inlined, here.  Unlike TVM, a stage the
-    sketch attached (or one with stages attached to it) keeps its place: custom sketch
-    rules attach stages on purpose (the sparse 3x3 rule's im2col rows)."""
     for sid in range(len(state.stages) - 1, -1, -1):
         st = state.stages[sid]
-        if st.is_placeholder or st.compute_at != S.ROOT or is_output(state, sid):
+        if st.is_placeholder or st.compute_at == S.INLINED or is_output(state, sid):
             continue
-        if needs_mlt(state, sid) or is_tiled(st) or state.attached_to(sid):
-            continue   # (is_tiled: e.g. an rfactor stage, tiled by the sketch)
+        if needs_mlt(state, sid) or state.attached_to(sid) or st.compute_at == S.ITER:
+            continue
+        if len(st.iters) != len(st.op.axis) + len(st.op.reduce_axis):
+            continue   # already transformed by the sketch (e.g. an rfactor stage)
         cands = location_candidates(state, sid)
         choice = rng.randrange(len(cands) + 2)
-        if choice >= 2:
-            try:
+        try:
+            if choice == 0 and not st.op.reduce_axis:
+                apply_step(state, ST.ComputeInlineStep(sid))
+            elif choice >= 2:
                 apply_step(state, ST.ComputeAtStep(sid, *cands[choice - 2]))
-            except InvalidStepError:
-                continue
+        except InvalidStepError:
+            continue
     return state
 
 
@@ -247,8 +179,7 @@ def init_parallel(state, num_cores: int, rng=None, max_degree=None):
     return state
 
 
-def is_tiled(st) -> bool:
-    """Whether a stage's loops were split (TVM's IsTiled)."""
+def _is_tiled(st) -> bool:
     return len(st.iters) != len(st.op.axis) + len(st.op.reduce_axis)
 
 
@@ -270,7 +201,7 @@ def init_vectorization(state, rng, max_lanes: int = MAX_VECTORIZE_LANES):
             it = st.iters[iid]
             if iid in attached or it.kind != S.SPATIAL or it.annotation != S.ANN_NONE:
                 break
-            if is_tiled(st) and n:
+            if _is_tiled(st) and n:
                 break
             prod_ *= it.extent or 1
             if prod_ > max_lanes:

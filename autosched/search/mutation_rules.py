@@ -14,20 +14,15 @@ from dataclasses import replace
 
 from .. import state as S
 from ..errors import InvalidStepError
-from ..features.nest import mirror_leaves
 from ..steps import registry as ST
 from ..steps.registry import apply_step
 from .init_rules import (
     AUTO_UNROLL_CONFIGS,
     MAX_INNERMOST_FACTOR,
     divisors,
-    is_tiled,
     location_candidates,
-    location_scan,
-    places_of_scan,
 )
 from .retile import retiled
-from .sketch_rules import needs_mlt
 
 # steps that add stages: a later one would need its stage numbers rewritten
 _ADDS_STAGES = (ST.CacheReadStep, ST.CacheWriteStep, ST.RfactorStep)
@@ -100,18 +95,15 @@ def mutate_auto_unroll(state, rng):
 
 
 def mutate_compute_location(state, rng):
-    """TVM's MutateComputeLocation: move one compute-at stage to another of the places
-    ``location_candidates`` offers.  As TVM's, only stages that are neither tiled nor
-    in need of multi-level tiling move: a tiled stage's compute-at is part of its
-    sketch (the fused tiling levels are different sketches)."""
-    cands = [k for k, s in enumerate(state.transform_steps)
-             if isinstance(s, ST.ComputeAtStep) and _scan_before(state, k) is not None]
+    cands = [k for k, s in enumerate(state.transform_steps) if isinstance(s, ST.ComputeAtStep)]
     if not cands:
         return None
     k = rng.choice(cands)
     ca = state.transform_steps[k]
-    locs = [loc for loc in _places_before(state, k)
-            if loc != (ca.target_stage_id, ca.target_iter_id)]
+    places = _places_before(state, k)
+    if places is None:
+        return None
+    locs = [loc for loc in places if loc != (ca.target_stage_id, ca.target_iter_id)]
     if not locs:
         return None
     steps = list(state.transform_steps)
@@ -119,36 +111,17 @@ def mutate_compute_location(state, rng):
     return replay(state.dag, steps)
 
 
-def _places_before(state, k: int) -> list:
-    """Where step ``k`` (a ComputeAtStep of a stage that may move: ``_scan_before``)
-    could compute its stage, as the state before it offers (``location_candidates``).
-    Which loops have extent 1 depends on this state's split lengths: they are read
-    from the loop model's leaves after the first ``k`` steps, so no replay is needed."""
-    scan, n_iters = _scan_before(state, k)
-    leaves = mirror_leaves(state, stop=k)
-    if leaves is None or any(len(leaves[t]) != n_iters[t] for t, _, _ in scan):
-        before = replay(state.dag, state.transform_steps[:k])    # the model declined
-        return [] if before is None else \
-            location_candidates(before, state.transform_steps[k].stage_id)
-    # extent 1: every atom of the loop has extent 1 (a symbolic extent is not 1)
-    return places_of_scan(scan, lambda t, i: all(a[2] == 1 for a in leaves[t][i]))
-
-
-def _scan_before(state, k: int):
-    """(``location_scan`` of step ``k``'s stage, iterator count per stage) in the
-    state before step ``k`` (a ComputeAtStep); None when the stage may not move (it
-    is tiled or needs multi-level tiling, as in TVM) or those steps do not replay.
-    The structure decides it, so it is kept in the struct_memo: one replay of the
-    steps before ``k`` per structure, not per mutation."""
+def _places_before(state, k: int):
+    """Where step ``k`` (a ComputeAtStep) could compute its stage, as the state before
+    it offers (``location_candidates``); None when those steps do not replay.  Only
+    the structure decides it (consumers, iterator kinds), so it is kept in the
+    struct_memo: a replay of the steps before ``k`` per structure, not per mutation."""
     memo = state.struct_memo()
-    key = ("compute_at_scan", k)
+    key = ("compute_at_places", k)
     if key not in memo:
         before = replay(state.dag, state.transform_steps[:k])
-        sid = state.transform_steps[k].stage_id
-        memo[key] = None if before is None or is_tiled(before.stages[sid]) or \
-            needs_mlt(before, sid) else (
-                location_scan(before, sid),
-                {t: len(before.stages[t].iters) for t in range(len(before.stages))})
+        memo[key] = None if before is None else \
+            location_candidates(before, state.transform_steps[k].stage_id)
     return memo[key]
 
 
