@@ -108,9 +108,8 @@ def test_loop_nests_match_bound_inference(name, args):
 
 def _outside_reader_states(name, args):
     """Sampled states with a producer of an attached stage R computed at a loop of R's
-    attach target, outside R (TVM's candidates offer those places): a padding at a loop
-    of the conv that its cache-write stage runs inside; softmax's exp at a loop of the
-    norm that also holds its sum (then exp has two readers there)."""
+    attach target, outside R (TVM's candidates offer those places): e.g. a padding at a
+    loop of the conv that its cache-write stage runs inside."""
     out = []
     for st in _population(name, args, 24, seed=4):
         steps = list(st.transform_steps)
