@@ -68,6 +68,9 @@ def parse_args(argv):
                    help="at the end, measure the K best states and the default schedule's "
                         "three more times each and keep the one with the lowest "
                         "second-best figure (0: off)")
+    p.add_argument("--confirm", type=int, default=4, metavar="K",
+                   help="measure a candidate that enters the K best a second time and "
+                        "keep its slower figure (0: off)")
     p.add_argument("--early-stopping", type=int, default=None,
                    help="stop after this many trials without improvement")
     p.add_argument("--runner-number", type=int, default=3)
@@ -350,6 +353,7 @@ def main(argv=None) -> int:
     opts = TuningOptions(
         num_measure_trials=ns.trials, early_stopping=ns.early_stopping,
         num_measures_per_round=ns.per_round, verbose=0, retime_top_k=ns.retime,
+        confirm_top_k=ns.confirm,
         builder=builder, measure_callbacks=[recorder], runner=runner,
         progress_callback=Progress(task, ns.trials, ns.quiet))
     try:

@@ -158,7 +158,7 @@ def _tune(ns, tasks, weights, log, make_measurers):
     opts = TuningOptions(num_measure_trials=ns.trials, num_measures_per_round=ns.per_round,
                          early_stopping=ns.early_stopping, verbose=0, builder=builder,
                          runner=runner, measure_callbacks=[RecordToFile(log)],
-                         retime_top_k=ns.retime)
+                         retime_top_k=ns.retime, confirm_top_k=ns.confirm)
     policy = "sketch.random" if ns.model == "random" else "default"
     t0 = time.perf_counter()
     try:

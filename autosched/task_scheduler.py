@@ -273,7 +273,8 @@ class TaskScheduler:
         try:
             self.measurer = ProgramMeasurer(builder, runner, tune_option.measure_callbacks,
                                             verbose=tune_option.verbose,
-                                            max_continuous_error=tune_option.max_continuous_error)
+                                            max_continuous_error=tune_option.max_continuous_error,
+                                            confirm_top_k=tune_option.confirm_top_k)
             if not any(math.isfinite(d) for d in self.default_costs):
                 self.default_costs = measure_default_costs(self.tasks, runner)
             self._run(tune_option)

@@ -61,13 +61,18 @@ class TuningOptions:
     # default so a log has one line per trial
     retime_top_k: int = 0
     retime_rounds: int = 3
+    # our addition too (the tune CLI turns it on): while tuning, a candidate that enters
+    # the best ``confirm_top_k`` of its task is measured a second time and costs the
+    # slower figure (``ProgramMeasurer``), so the best few -- the ones re-timed at the
+    # end, and the search's seeds -- are not just the luckiest single figures
+    confirm_top_k: int = 0
     # when the re-timing puts a tuned state ahead of the default schedule's, the two are
     # timed this many more rounds side by side before the tuned one may replace it
     confirm_rounds: int = 8
 
     def __post_init__(self):
         check_fields(self, ("num_measure_trials", "verbose", "retime_top_k", "retime_rounds",
-                            "confirm_rounds"), 0, integer=True)
+                            "confirm_top_k", "confirm_rounds"), 0, integer=True)
         check_fields(self, ("num_measures_per_round", "max_continuous_error"), 1, integer=True)
         if self.early_stopping is not None:
             check_fields(self, ("early_stopping",), 1, integer=True)
@@ -104,6 +109,7 @@ class TuneStats:
     stop_reason: str = ""         # why tuning ended before the budget, if it did
     default_cost: float = math.inf  # the default schedule's mean cost (autosched.defaults)
     retimed: int = 0              # extra measurements of the best states (not trials)
+    confirmed: int = 0            # second runs of candidates entering the best k (not trials)
 
     @property
     def measure_seconds(self) -> float:
@@ -128,7 +134,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
         stats.best_cost = min(c for c, _ in policy.measured)
     measurer = ProgramMeasurer(options.make_builder(), options.make_runner(),
                                options.measure_callbacks, verbose=options.verbose,
-                               max_continuous_error=options.max_continuous_error)
+                               max_continuous_error=options.max_continuous_error,
+                               confirm_top_k=options.confirm_top_k)
     start = time.perf_counter()
     # a policy counts its search time over its life; this call's is what it adds
     searched = policy.search_seconds
@@ -304,6 +311,7 @@ def _account(stats, measurer, policy, start, searched: float) -> None:
     stats.build_seconds = measurer.total_build_seconds
     stats.run_seconds = measurer.total_run_seconds
     stats.search_seconds = policy.search_seconds - searched
+    stats.confirmed = measurer.confirmed_ct
 
 
 def _close(measurer) -> None:
@@ -348,7 +356,8 @@ def default_steps_repr(state) -> str:
 
 def retimed_cost(costs) -> float:
     """What a state measured ``costs`` costs when states are compared: once it was
-    re-timed (3 or more figures), its second-lowest figure, else its lowest.
+    measured again (2 or more figures: confirmed on entering the best few while tuning,
+    or re-timed at the end), its second-lowest figure, else its only one.
 
     Why not the lowest: a state is re-timed because one of its figures was among the
     best few of many single measurements, so that figure is biased low.  Why not the
@@ -362,7 +371,7 @@ def retimed_cost(costs) -> float:
     merged logs and for ``ApplyHistoryBest``, which keeps each state's cheapest
     records."""
     ordered = sorted(costs)
-    return ordered[1] if len(ordered) >= 3 else ordered[0]
+    return ordered[1] if len(ordered) >= 2 else ordered[0]
 
 
 def rank_records(records, prefer=None) -> list:
@@ -371,9 +380,10 @@ def rank_records(records, prefer=None) -> list:
     A state re-timed at the end of tuning (3 or more records) ranks before states
     measured once or twice: the re-timing compared the best few side by side, while a
     single figure may come from a faster moment of a drifting machine (here the same
-    kernel measures up to 30% apart minutes apart).  States are ordered by
-    ``retimed_cost`` (re-timed ones by their second-lowest figure).  A log without
-    re-timing ranks by cost, as TVM's.
+    kernel measures up to 30% apart minutes apart).  Within each group states are
+    ordered by ``retimed_cost``: a state measured twice (confirmed on entering the best
+    few while tuning) by its slower figure, a state measured once by its figure.  A log
+    without re-timing or confirmations ranks by cost, as TVM's.
 
     ``prefer`` (the default schedule's step list, as ``repr(steps)``) goes first when it
     was re-timed as often as the best and is within ``PREFER_MARGIN`` of it by
@@ -393,12 +403,11 @@ def rank_records(records, prefer=None) -> list:
 def rank_figures(figures: dict, prefer=None) -> list:
     """``rank_records``' order of the keys of ``figures`` (key -> the costs measured for
     that state); ``prefer``: the default schedule's key."""
-    keyed = sorted(figures, key=lambda k: (-min(len(figures[k]), 3),
-                                           retimed_cost(figures[k])))
+    keyed = sorted(figures, key=lambda k: (len(figures[k]) < 3, retimed_cost(figures[k])))
     pos = keyed.index(prefer) if prefer in figures else None
     if pos:
         best, dflt = figures[keyed[0]], figures[prefer]
-        if min(len(dflt), 3) == min(len(best), 3) and (
+        if (len(dflt) < 3) == (len(best) < 3) and (
                 retimed_cost(dflt) <= retimed_cost(best) * (1 + PREFER_MARGIN) or
                 statistics.median(dflt) <= statistics.median(best) * (1 + PREFER_MARGIN)):
             keyed.insert(0, keyed.pop(pos))

@@ -70,7 +70,7 @@ def tune(tasks, weights, strategy: str, trials: int, log: str, reuse: bool,
         sched = auto.TaskScheduler(tasks, weights, strategy=strategy, seed=0, callbacks=[])
         opts = auto.TuningOptions(num_measure_trials=trials, num_measures_per_round=16,
                                   verbose=0, measure_callbacks=[auto.RecordToFile(log)],
-                                  retime_top_k=retime,
+                                  retime_top_k=retime, confirm_top_k=retime,
                                   runner=auto.LocalRunner(enable_cpu_cache_flush=flush))
         t0 = time.perf_counter()
         sched.tune(opts)

@@ -84,7 +84,7 @@ def make_model(name: str, seed: int):
 
 
 def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
-              retime_k: int) -> dict:
+              retime_k: int, confirm_k: int = 0) -> dict:
     """One search through the budgets; ``cuts[B]``: the log's length at budget B."""
     task = auto.SearchTask(func=func, args=args, target="llvm")
     log = os.path.join(tempfile.mkdtemp(prefix="bench_tune_"), f"{func}_{seed}.json")
@@ -95,7 +95,7 @@ def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
     for b in sorted(budgets):
         opts = auto.TuningOptions(num_measure_trials=b - trials,
                                   num_measures_per_round=per_round, verbose=0,
-                                  retime_top_k=retime_k,
+                                  retime_top_k=retime_k, confirm_top_k=confirm_k,
                                   measure_callbacks=[auto.RecordToFile(log)])
         stats = task.tune(opts, policy)
         trials, errors = trials + stats.trials, errors + stats.errors
@@ -191,7 +191,8 @@ def run_workload(spec: str, ns) -> dict:
     flops = None
     per_seed = []
     for seed in ns.seeds:
-        r = tune_once(name, args, ns.model, ns.trials, seed, ns.per_round, ns.retime_k)
+        r = tune_once(name, args, ns.model, ns.trials, seed, ns.per_round, ns.retime_k,
+                      ns.confirm_k)
         task = r.pop("task")
         flops = task.compute_dag.flop_ct
         retime_run(name, args, r, ns.trials, ns.rounds)
@@ -270,6 +271,9 @@ def main(argv=None) -> int:
     p.add_argument("--retime-k", type=int, default=4, metavar="K",
                    help="at each budget re-time the best K states and the default's "
                         "(as tune's --retime; 0: the plain minimum, as TVM)")
+    p.add_argument("--confirm-k", type=int, default=4, metavar="K",
+                   help="measure a candidate entering the best K twice (as tune's "
+                        "--confirm; 0: off, as TVM)")
     p.add_argument("--rounds", type=int, default=ROUNDS, metavar="N",
                    help="rounds of the final interleaved re-timing (median of N figures "
                         "per program; two builds of one program measured up to 5%% apart "
@@ -291,7 +295,8 @@ def main(argv=None) -> int:
     os.makedirs(os.path.dirname(ns.json) or ".", exist_ok=True)
     with open(ns.json, "w") as f:
         json.dump({"host": {**host_info(), "fma_peak": fma}, "model": ns.model, "seeds": ns.seeds,
-                   "retime_rounds": ns.rounds,
+                   "retime_rounds": ns.rounds, "retime_k": ns.retime_k,
+                   "confirm_k": ns.confirm_k,
                    "trials": ns.trials,
                    "summary": {s: summarize(r, ns.trials) for s, r in out.items()},
                    "workloads": out}, f, indent=2, default=str)

@@ -83,6 +83,9 @@ def parse_args(argv=None):
     p.add_argument("--retime-k", type=int, default=4, metavar="K",
                    help="ours: end as `tune` does, re-timing the best K states and the "
                         "default's twice more (not trials); 0: the plain minimum")
+    p.add_argument("--confirm-k", type=int, default=4, metavar="K",
+                   help="ours: measure a candidate entering the best K twice, as `tune` "
+                        "does; 0: off")
     p.add_argument("--number", type=int, default=10, help="runs per timing repeat (minimum)")
     p.add_argument("--repeat", type=int, default=10, help="timing repeats (median taken)")
     p.add_argument("--min-repeat-ms", type=int, default=50)
@@ -179,7 +182,7 @@ def tune_ours(ns, name: str, log: str):
 
     task = our_task(name)
     opts = auto.TuningOptions(num_measure_trials=ns.trials, verbose=0,
-                              retime_top_k=ns.retime_k,
+                              retime_top_k=ns.retime_k, confirm_top_k=ns.confirm_k,
                               measure_callbacks=[auto.RecordToFile(log)])
     policy = auto.SketchPolicy(task, auto.XGBModel(seed=ns.seed), seed=ns.seed, verbose=0)
     t0 = time.perf_counter()

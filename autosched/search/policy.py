@@ -59,8 +59,9 @@ class _Policy:
         self.measured_keys: set = set()
         self.measured: list = []
         # str(state) -> the figures tuning.retime_states measured for it at the end of
-        # earlier tune() calls of this policy (its later re-timings continue from them,
-        # as the log, which has them all, is ranked)
+        # earlier tune() calls of this policy, and the faster figure of a candidate the
+        # measurer confirmed (its later re-timings continue from them, as the log,
+        # which has them all, is ranked)
         self.retimed_figures: dict = {}
         self.search_seconds = 0.0
         self.preloaded = 0            # records loaded by init callbacks (PreloadMeasuredStates)
@@ -75,6 +76,14 @@ class _Policy:
     def search_task(self):
         """The task (TVM's name: custom sketch rules read ``policy.search_task``)."""
         return self.task
+
+    def _note_confirmations(self, measurer) -> None:
+        """The faster figures of the candidates the measurer ran twice (its
+        ``confirm_top_k``; the slower one is the result): kept with the re-timing
+        figures, so the re-timing at the end ranks those states by all their figures,
+        as the log does."""
+        for inp, res in getattr(measurer, "confirmations", ()):
+            self.retimed_figures.setdefault(str(inp.state), []).append(res.mean_cost)
 
     def _note_measured(self, inputs, results) -> None:
         for inp, res in zip(inputs, results):
@@ -265,6 +274,7 @@ class SketchPolicy(_Policy):
         states = self.pick_states(num_measure)
         inputs = [MeasureInput(self.task, st) for st in states]
         results = measurer.measure(self.task, self, inputs) if inputs else []
+        self._note_confirmations(measurer)
         self.record_measured(inputs, results)
         return inputs, results
 
@@ -284,5 +294,6 @@ class EmptyPolicy(_Policy):
     def continue_search_one_round(self, num_measure: int, measurer):
         inputs = [MeasureInput(self.task, self.task.compute_dag.init_state())][:num_measure]
         results = measurer.measure(self.task, self, inputs) if inputs else []
+        self._note_confirmations(measurer)
         self.record_measured(inputs, results)
         return inputs, results
