@@ -55,8 +55,8 @@ def alive(pid: int) -> bool:
 
 def tune(log, trials: int):
     cmd = [sys.executable, "-m", "autosched.cli", "matmul", "--args", "48", "48", "48",
-           "--trials", str(trials), "--per-round", "8", "--retime", "0", "--log", str(log),
-           "--quiet"]
+           "--trials", str(trials), "--per-round", "8", "--retime", "0", "--confirm", "0",
+           "--log", str(log), "--quiet"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

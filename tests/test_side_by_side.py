@@ -68,7 +68,7 @@ def test_tune_summary_reports_the_default_and_numpy_side_by_side(tmp_path, capsy
     monkeypatch.setattr(cli, "best_state", best_tuned)
     log = tmp_path / "mm.json"
     assert cli.main(["matmul", "--args", "64", "64", "64", "--trials", "8",
-                     "--per-round", "8", "--retime", "0", "--log", str(log)]) == 0
+                     "--per-round", "8", "--retime", "0", "--confirm", "0", "--log", str(log)]) == 0
     out = capsys.readouterr().out
     best = re.search(r"Best: ([0-9.]+) ms", out)
     default = re.search(r"vs default schedule: ([0-9.]+) ms -> ([0-9.]+)x", out)
@@ -91,7 +91,7 @@ def test_tune_summary_says_when_the_answer_is_the_default_schedules_own_state(
                         lambda task, log: (default_state(task), None))
     log = tmp_path / "mm.json"
     assert cli.main(["matmul", "--args", "64", "64", "64", "--trials", "8",
-                     "--per-round", "8", "--retime", "0", "--log", str(log)]) == 0
+                     "--per-round", "8", "--retime", "0", "--confirm", "0", "--log", str(log)]) == 0
     out = capsys.readouterr().out
     assert "vs default schedule: 1.00x (the best is the default schedule's own state: " \
            "no tuned state beat it by 3%)" in out, out

@@ -24,10 +24,11 @@ def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
     out = capsys.readouterr().out
     first = list(load_records(log))
     assert len({r.workload_key for r in first}) == 3        # every task had a round
-    # 6 trials, then per task its valid states (the default's and the best: two trials
-    # each) re-timed three times (TuningOptions.retime_rounds), when it has two of them
+    # 6 trials (two per task: the default's state and a tuned one), each valid one run
+    # twice as it enters its task's best four (--confirm 4); then per task its valid
+    # states re-timed three times (TuningOptions.retime_rounds), when it has two of them
     # to compare; a tuned state that then leads the default's is timed with it 8 more
-    # times (confirm_rounds): both have 1 + 3 + 8 records
+    # times (confirm_rounds): both have 2 + 3 + 8 records
     per_state = Counter((r.workload_key, r.input.steps) for r in first)
     retimed = {k for k, n in per_state.items() if n >= 3}
     valid = {(r.workload_key, r.input.steps) for r in first if r.result.error_no == 0}
@@ -35,10 +36,11 @@ def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
     errors = [(r.workload_key[:20], r.result.error_no, r.result.costs) for r in first
               if r.result.error_no]
     assert retimed == comparable, errors
-    assert sorted({per_state[k] for k in retimed}) in ([4], [12], [4, 12])
-    confirmed = Counter(k[0] for k in retimed if per_state[k] == 12)
+    assert sorted({per_state[k] for k in retimed}) in ([5], [13], [5, 13])
+    confirmed = Counter(k[0] for k in retimed if per_state[k] == 13)
     assert all(n == 2 for n in confirmed.values())          # a tuned state and the default
-    assert len(first) == 6 + sum(per_state[k] - 1 for k in retimed)
+    assert all(per_state[k] == 2 for k in valid - retimed)
+    assert len(first) == 6 + sum(per_state[k] - 1 for k in valid)
     assert len(retimed) >= 2, errors
     # each of the 3 kernels uses its record or, when that is slower, its default schedule
     built = re.search(r"Built with .*: (\d+) tuned kernels, (\d+) default", out)
@@ -47,7 +49,7 @@ def test_tune_network_then_resume_then_build_only(tmp_path, capsys):
     table = json.loads((tmp_path / "mlp.json.tasks.json").read_text())
     assert sorted(e["weight"] for e in table.values()) == [1, 1, 1]
     # resume: the same command adds new trials and measures no state twice
-    assert cli.main(argv + ["--retime", "0"]) == 0
+    assert cli.main(argv + ["--retime", "0", "--confirm", "0"]) == 0
     again = list(load_records(log))
     assert len(again) == len(first) + 6
     steps = [(r.workload_key, r.input.steps) for r in again[len(first):]]
