@@ -89,9 +89,8 @@ def _estimate(tasks, weights, best: list) -> float:
 
 def log_best_costs(tasks, log: str) -> list:
     """Per task, the cost of the state a build with ``log`` uses (``rank_records``, as
-    ``ApplyHistoryBest``): its ``retimed_cost`` (of a state measured more than once,
-    its figure a quarter of the way up, else its only one); inf without a valid
-    record."""
+    ``ApplyHistoryBest``): its ``retimed_cost`` (the second-lowest of its records when it
+    was re-timed side by side, else its cheapest); inf without a valid record."""
     recs: dict = {t.workload_key: [] for t in tasks}
     for rec in load_records(log, on_error=lambda err: None):
         if rec.is_valid and rec.workload_key in recs:

@@ -15,9 +15,9 @@ Invariants: reading a log never executes anything from it (records are data; ste
 decoded by the step registry); a record that no longer replays (the workload changed,
 or a step is invalid) is skipped with a warning and the next best is tried, never an
 exception; states rank as ``tuning.rank_records`` ranks them (``apply_best`` picks the same
-state): a state re-timed side by side at the end of tuning by its figure a quarter of
-the way up (``tuning.retimed_cost``), and the default schedule's own state keeps first
-place unless a tuned state beat it by ``PREFER_MARGIN`` (then the group is built with the default
+state): a state re-timed side by side at the end of tuning by its second-lowest record
+(``tuning.retimed_cost``), and the default schedule's own state keeps first place unless a
+tuned state beat it by ``PREFER_MARGIN`` (then the group is built with the default
 schedule); for logs without the default's state, the task table (``LOG.tasks.json``) is the
 floor: records slower than the default are not used. So a build with the log is never
 slower than one without it, as far as the log can tell. Targets match by kind and CPU

@@ -57,7 +57,7 @@ class TuningOptions:
     max_continuous_error: int = 150   # failed measurements in a row that stop tuning (TVM's)
     # our addition (the tune CLI turns it on): at the end, the best few states are
     # measured again (all of them per round, so noise hits them alike) and the best is
-    # the one with the lowest ``retimed_cost`` (its low-quartile figure); off by
+    # the one with the lowest ``retimed_cost`` (its second-lowest figure); off by
     # default so a log has one line per trial
     retime_top_k: int = 0
     retime_rounds: int = 3
@@ -216,7 +216,7 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
     A logged best is the best of many noisy measurements, so it is optimistic, and the
     state with the lowest single figure is often not the fastest.  The measurements are
     logged like any other (records of the same steps), and ``rank_records`` ranks a state
-    by its ``retimed_cost`` (its low-quartile figure), so ``apply_best`` and
+    by its ``retimed_cost`` (the second-lowest of its figures), so ``apply_best`` and
     ``ApplyHistoryBest`` pick by the same rule.  Each state is built once and its object
     timed every round, each measurement with at least ``RETIME_CALLS`` calls
     (``more_calls``): the ranking must resolve a few percent.
@@ -325,8 +325,8 @@ def best_state(task, log: str, include_compatible: bool = True):
     """(State, Record) of the cheapest state that still replays on ``task``; a cheaper
     one whose steps no longer apply is skipped with a warning.
 
-    A state re-timed at the end of tuning costs its ``retimed_cost`` (its low-quartile
-    record); the returned record is its cheapest."""
+    A state re-timed at the end of tuning costs its ``retimed_cost`` (the second-lowest
+    of its records); the returned record is its cheapest."""
     mode = "compatible" if include_compatible else "exact"
     dflt = default_state(task)
     records = rank_records([r for r in matching_records(log, task, mode) if r.is_valid],
@@ -357,8 +357,7 @@ def default_steps_repr(state) -> str:
 def retimed_cost(costs) -> float:
     """What a state measured ``costs`` costs when states are compared: once it was
     measured again (2 or more figures: confirmed on entering the best few while tuning,
-    or re-timed at the end), its figure at a quarter of the way up (the second-lowest
-    of 2-7 figures, the third-lowest of 8-11, ...), else its only one.
+    or re-timed at the end), its second-lowest figure, else its only one.
 
     Why not the lowest: a state is re-timed because one of its figures was among the
     best few of many single measurements, so that figure is biased low.  Why not the
@@ -368,16 +367,11 @@ def retimed_cost(costs) -> float:
     ever adds.  A median of four figures is broken by two such measurements; in the two
     logs here where it picked a tuned state that a long interleaved re-timing found
     slower than the default schedule (by 7% and by 85%), the second-lowest figure
-    picks the default.  Why a quarter and not always the second-lowest: a state
-    re-timed in several ``tune()`` calls collects 13-24 figures, others 5, and the
-    second-lowest of many figures is the luckier one.  A conv2d default re-timed in two
-    calls kept first place by a figure from the first call's faster moment (175.5 and
-    170.8 GFLOPS among 8 figures) over a tuned state that ran 6% faster in every round of
-    the last re-timing.  The rule does not depend on the records' order, so it holds for
+    picks the default.  The rule does not depend on the records' order, so it holds for
     merged logs and for ``ApplyHistoryBest``, which keeps each state's cheapest
-    records (up to 64)."""
+    records."""
     ordered = sorted(costs)
-    return ordered[max(1, len(ordered) // 4)] if len(ordered) >= 2 else ordered[0]
+    return ordered[1] if len(ordered) >= 2 else ordered[0]
 
 
 def rank_records(records, prefer=None) -> list:

@@ -262,27 +262,6 @@ def test_retimed_cost_is_the_second_lowest_figure_of_a_retimed_state():
     assert retimed_cost([2e-3, 3e-3]) == 3e-3                   # confirmed: the slower
     assert retimed_cost([1e-3, 3e-3, 2e-3]) == 2e-3             # the lucky lowest is dropped
     assert retimed_cost([5e-3, 1e-3, 4e-3, 1.1e-3]) == 1.1e-3   # any order (merged logs)
-    # from 8 figures on, a quarter of the way up: the third-lowest of 8 to 11
-    assert retimed_cost([8e-3, 1e-3, 7e-3, 2e-3, 6e-3, 3e-3, 5e-3, 4e-3]) == 3e-3
-    assert retimed_cost([float(k) for k in range(12, 0, -1)]) == 4.0
-
-
-def test_a_default_re_timed_in_two_calls_does_not_win_by_its_count_of_figures():
-    """From a conv2d log of the Zen 3 (ms): the default's state was re-timed in two
-    ``tune()`` calls (8 figures, two from the first call's faster moment), a tuned state
-    in the second only (5 figures), and that state ran 6% faster in every round of the
-    second call's re-timing.  By the second-lowest figure the default ranked first; a
-    quarter of the way up, the tuned state leads, and by the median and the mean too."""
-    task = make_task()
-    a, b = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=0,
-                             verbose=0).sample_initial_population(2)
-    dflt_ms = [1.6056, 1.5201, 1.3536, 1.3174, 1.5141, 1.5814, 1.5653, 1.558]
-    tuned_ms = [1.4201, 1.3592, 1.4955, 1.4792, 1.4661]
-    assert sorted(dflt_ms)[1] < sorted(tuned_ms)[1]
-    dflt = state_records(task, b, [t * 1e-3 for t in dflt_ms])
-    tuned = state_records(task, a, [t * 1e-3 for t in tuned_ms])
-    pref = default_steps_repr(b)
-    assert rank_records(tuned + dflt, prefer=pref)[0] is min(tuned, key=lambda r: r.mean_cost)
 
 
 def test_two_slowed_retimings_do_not_hide_the_faster_default():
