@@ -24,10 +24,6 @@ def make_task():
     return auto.SearchTask(func="steps_test_matmul", args=(16, 16, 16))
 
 
-def true_cost(state) -> float:
-    return Fine().run([auto.MeasureInput(make_task(), state)], [None])[0].costs[0]
-
-
 def is_lucky(key: str) -> bool:
     return zlib.crc32(key.encode()) % 3 == 0
 
