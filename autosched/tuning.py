@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from .measure.measurer import (
     was_cut_off,
 )
 from .measure.runner import LocalRunner, more_calls
+from .ranking import PREFER_MARGIN, rank_figures, retimed_cost
 from .search.callbacks import PreloadMeasuredStates, matching_records, preload
 from .search.policy import SketchPolicy
 from .state import freeze
@@ -39,7 +39,7 @@ from .task_inputs import check_loop_bounds_have_data
 
 __all__ = ["TuningOptions", "TuneStats", "tune", "matching_records", "preload",
            "retime_states", "retimed_cost", "rank_records", "best_state", "apply_best",
-           "print_best", "PRINT_MODES"]
+           "print_best", "PRINT_MODES", "PREFER_MARGIN"]
 
 PRINT_MODES = ("schedule",)   # TVM also has "cuda": refused, this compiler targets CPUs
 
@@ -342,8 +342,6 @@ def best_state(task, log: str, include_compatible: bool = True):
                          + (f" ({len(records)} valid ones do not replay)" if records else ""))
 
 
-# a tuned state must beat the default schedule's state by this share to replace it
-PREFER_MARGIN = 0.03
 # calls timed per re-timing measurement (a median of 10 calls varies 1-4% here)
 RETIME_CALLS = 10
 
@@ -352,26 +350,6 @@ def default_steps_repr(state) -> str:
     """How ``rank_records`` names a state's steps: ``repr`` of a logged record's steps
     (nested tuples, as the record reader makes them)."""
     return repr(tuple(freeze(s.to_record()) for s in state.transform_steps))
-
-
-def retimed_cost(costs) -> float:
-    """What a state measured ``costs`` costs when states are compared: once it was
-    measured again (2 or more figures: confirmed on entering the best few while tuning,
-    or re-timed at the end), its second-lowest figure, else its only one.
-
-    Why not the lowest: a state is re-timed because one of its figures was among the
-    best few of many single measurements, so that figure is biased low.  Why not the
-    median: each figure is already the median of at least ``RETIME_CALLS`` calls, so
-    what remains is whole measurements slowed by something else on the machine (seen
-    here: 20-60% on a 1 ms conv, 100x on a 50 us depthwise kernel), and that noise only
-    ever adds.  A median of four figures is broken by two such measurements; in the two
-    logs here where it picked a tuned state that a long interleaved re-timing found
-    slower than the default schedule (by 7% and by 85%), the second-lowest figure
-    picks the default.  The rule does not depend on the records' order, so it holds for
-    merged logs and for ``ApplyHistoryBest``, which keeps each state's cheapest
-    records."""
-    ordered = sorted(costs)
-    return ordered[1] if len(ordered) >= 2 else ordered[0]
 
 
 def rank_records(records, prefer=None) -> list:
@@ -404,21 +382,6 @@ def rank_records(records, prefer=None) -> list:
         groups.setdefault(repr(r.input.steps), []).append(r)
     order = rank_figures({k: [x.mean_cost for x in g] for k, g in groups.items()}, prefer)
     return [min(groups[k], key=lambda x: x.mean_cost) for k in order]
-
-
-def rank_figures(figures: dict, prefer=None) -> list:
-    """``rank_records``' order of the keys of ``figures`` (key -> the costs measured for
-    that state); ``prefer``: the default schedule's key."""
-    keyed = sorted(figures, key=lambda k: (len(figures[k]) < 3, retimed_cost(figures[k])))
-    pos = keyed.index(prefer) if prefer in figures else None
-    if pos:
-        best, dflt = figures[keyed[0]], figures[prefer]
-        if (len(dflt) < 3) == (len(best) < 3) and (
-                retimed_cost(dflt) <= retimed_cost(best) * (1 + PREFER_MARGIN) or
-                statistics.median(dflt) <= statistics.median(best) * (1 + PREFER_MARGIN) or
-                statistics.mean(dflt) <= statistics.mean(best) * (1 + PREFER_MARGIN)):
-            keyed.insert(0, keyed.pop(pos))
-    return keyed
 
 
 def apply_best(task, log: str, layout_rewrite=0, include_compatible: bool = True):

@@ -56,27 +56,34 @@ def tune(tmp_path, fake, trials=16, **kw):
     return task, policy, stats, list(load_records(log)), str(log)
 
 
-def test_a_candidate_entering_the_best_k_is_run_twice_and_costs_its_slower_figure(tmp_path):
-    fake = LuckyOnce()
-    task, policy, stats, recs, log = tune(tmp_path, fake, confirm_top_k=K)
+def figures_by_state(recs) -> dict:
     by_state = collections.defaultdict(list)
     for r in recs:
         by_state[repr(r.input.steps)].append(r.mean_cost)
+    return by_state
+
+
+def replay(recs, by_state, top: list) -> tuple:
+    """The states the rule confirms in ``recs`` (one call's records, in order), starting
+    from the settled best ``top``: a first figure under the k-th best settled cost is
+    confirmed and settles at the slower of its figures.  (confirmed keys, final top)."""
+    expected = set()
+    for key in dict.fromkeys(repr(r.input.steps) for r in recs):   # first runs, in order
+        if len(top) < K or by_state[key][0] < top[-1]:
+            expected.add(key)
+            top = sorted(top + [max(by_state[key])])[:K]
+    return expected, top
+
+
+def test_a_candidate_entering_the_best_k_is_run_twice_and_costs_its_slower_figure(tmp_path):
+    fake = LuckyOnce()
+    task, policy, stats, recs, log = tune(tmp_path, fake, confirm_top_k=K)
+    by_state = figures_by_state(recs)
     twice = {k for k, v in by_state.items() if len(v) == 2}
     assert stats.trials == 16 and len(by_state) == 16
     assert stats.confirmed == len(twice) and len(recs) == 16 + len(twice)
     assert all(len(v) <= 2 for v in by_state.values())
-    # replay the rule, batch by batch (one per round of 4): a first figure under the
-    # k-th best settled cost is confirmed and settles at the slower of its figures
-    top: list = []
-    expected = set()
-    order = list(dict.fromkeys(repr(r.input.steps) for r in recs))     # first runs
-    for lo in range(0, 16, 4):
-        for key in order[lo:lo + 4]:
-            first = by_state[key][0]
-            if len(top) < K or first < top[-1]:
-                expected.add(key)
-                top = sorted(top + [max(by_state[key])])[:K]
+    expected, _ = replay(recs, by_state, [])
     assert twice == expected and len(twice) >= K + 1
     # the policy (search seeds, cost model, re-timing) has the slower figure, and keeps
     # the faster one with the re-timing figures
@@ -94,6 +101,33 @@ def test_a_candidate_entering_the_best_k_is_run_twice_and_costs_its_slower_figur
     assert firsts == sorted(firsts)
     state, rec = best_state(task, log)
     assert retimed_cost(by_state[repr(rec.input.steps)]) == min(settled.values())
+
+
+def test_a_second_tune_call_confirms_only_what_beats_the_first_calls_best(tmp_path):
+    # the best k carry over: the measurer of the second call starts from the settled
+    # costs of the policy's earlier states (not from an empty list, which would run its
+    # first k valid candidates twice whatever they cost)
+    fake = LuckyOnce()
+    task, policy, first, recs1, log = tune(tmp_path, fake, trials=12, confirm_top_k=K)
+    opts = auto.TuningOptions(num_measure_trials=12, num_measures_per_round=4, verbose=0,
+                              builder=fake, runner=fake, confirm_top_k=K,
+                              measure_callbacks=[auto.RecordToFile(log)])
+    second = task.tune(opts, policy)
+    recs = list(load_records(log))
+    recs2 = recs[len(recs1):]
+    by_state = figures_by_state(recs)
+    confirmed1, top = replay(recs1, by_state, [])
+    confirmed2, _ = replay(recs2, by_state, top)
+    assert second.confirmed == len(confirmed2) == \
+        sum(1 for v in figures_by_state(recs2).values() if len(v) == 2)
+    # what an empty start would have confirmed: at least the first K of the call
+    assert len(replay(recs2, by_state, [])[0]) > len(confirmed2)
+    # a preloaded log carries over the same way
+    fresh = auto.SketchPolicy(task, params=SMALL_SEARCH, seed=1, verbose=0,
+                              init_search_callbacks=[auto.PreloadMeasuredStates(log)])
+    measurer = ProgramMeasurer(fake, fake, confirm_top_k=K, verbose=0)
+    assert measurer._measured_before(fresh) == replay(recs, by_state, [])[1] == \
+        sorted(retimed_cost(v) for v in by_state.values())[:K]
 
 
 def test_confirmation_is_off_by_default(tmp_path):

@@ -20,7 +20,10 @@ Invariants:
 - ``serialize.encode_record`` is looked up at call time (tests may replace it);
 - with ``confirm_top_k`` a candidate that enters its task's best ``confirm_top_k`` is
   run a second time from the same build, both runs are logged, and the slower of the two
-  is the candidate's result (``confirmations`` holds the other).
+  is the candidate's result (``confirmations`` holds the other).  A task's best
+  ``confirm_top_k`` start, in each ``measure`` object, from what its policy measured
+  before (``settled_best`` of its states' figures), so a second ``tune`` call or a
+  resumed run confirms only candidates that beat them.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from typing import Any
 from records import FAILURE_COST, ErrorNo, RecordWriter
 
 from ..checks import check_number
+from ..ranking import settled_best
 from ..steps import serialize
 
 # TVM's MeasureErrorNo: NO_ERROR 0, INSTANTIATION_ERROR 1, COMPILE_HOST 2, COMPILE_DEVICE 3,
@@ -353,7 +357,9 @@ class ProgramMeasurer:
         run_s = cb_s = 0.0
         for i, (inp, br, res) in enumerate(zip(batch, build_results, results)):
             key = inp.task.workload_key
-            top = self._top.setdefault(key, [])
+            top = self._top.get(key)
+            if top is None:
+                top = self._top[key] = self._measured_before(policy)
             if not res.is_valid or (len(top) >= self.confirm_top_k and
                                     res.mean_cost >= top[-1]):
                 continue
@@ -371,6 +377,18 @@ class ProgramMeasurer:
                 top.sort()
                 del top[self.confirm_top_k:]
         return run_s, cb_s
+
+    def _measured_before(self, policy) -> list:
+        """The ``confirm_top_k`` best costs of the states ``policy`` measured before
+        this measurer met its task (earlier ``tune`` calls, a preloaded log), each by
+        all its figures: its results and its confirmation and re-timing figures."""
+        figures: dict = {}
+        for cost, st in getattr(policy, "measured", ()):
+            figures.setdefault(str(st), []).append(cost)
+        for key, extra in getattr(policy, "retimed_figures", {}).items():
+            if key in figures:
+                figures[key] = figures[key] + list(extra)
+        return settled_best(figures.values(), self.confirm_top_k)
 
     def build(self, inputs) -> list:
         """Build candidates without running them (``run_built`` runs them, as often as
