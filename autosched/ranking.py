@@ -28,17 +28,16 @@ def retimed_cost(costs) -> float:
 
     Why not the lowest: a state is re-timed because one of its figures was among the
     best few of many single measurements, so that figure is biased low.  Why not the
-    median: each figure is already the median of at least ``tuning.RETIME_CALLS`` calls, so
-    what remains is whole measurements slowed by something else on the machine (seen
-    here: 20-60% on a 1 ms conv, 100x on a 50 us depthwise kernel), and that noise only
-    ever adds.  A median of four figures is broken by two such measurements; in the two
-    logs here where it picked a tuned state that a long interleaved re-timing found
-    slower than the default schedule (by 7% and by 85%), the second-lowest figure
-    picks the default.  The rule does not depend on the records' order, so it holds for
-    merged logs and for ``ApplyHistoryBest``."""
+    median: each figure is already the median of at least ``tuning.RETIME_CALLS``
+    calls, so what remains is whole measurements slowed by something else on the
+    machine (seen here: 20-60% on a 1 ms conv, 100x on a 50 us depthwise kernel), and
+    that noise only ever adds.  A median of four figures is broken by two such
+    measurements; in the two logs here where it picked a tuned state that a long
+    interleaved re-timing found slower than the default schedule (by 7% and by 85%),
+    the second-lowest figure picks the default.  The rule does not depend on the
+    records' order, so it holds for merged logs and for ``ApplyHistoryBest``."""
     ordered = sorted(costs)
     return ordered[1] if len(ordered) >= 2 else ordered[0]
-
 
 
 def rank_figures(figures: dict, prefer=None) -> list:
