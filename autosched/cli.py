@@ -42,12 +42,13 @@ from .measure.measurer import RecordToFile
 from .measure.rpc import RPCRunner
 from .measure.runner import LocalRunner
 from .network import ZOO
+from .ranking import PREFER_MARGIN
 from .search.callbacks import PreloadMeasuredStates
 from .search.islands import import_modules
 from .search.policy import SketchPolicy
 from .side_by_side import interleaved, kernel_timer, numpy_timer
 from .task import SearchTask
-from .tuning import PREFER_MARGIN, TuningOptions, best_state
+from .tuning import TuningOptions, best_state
 from .workload import register_workload
 
 DEFAULT_WORKLOAD = "matmul"

@@ -40,11 +40,12 @@ from .network import (
     parse_shapes,
     time_network,
 )
+from .ranking import retimed_cost
 from .relay_integration import extract_tasks, write_task_table
 from .side_by_side import interleaved
 from .task_scheduler import TaskScheduler
 from .task_scheduler_callbacks import TaskSchedulerCallback, format_table
-from .tuning import TuningOptions, default_steps_repr, rank_records, retimed_cost
+from .tuning import TuningOptions, default_steps_repr, rank_records
 
 __all__ = ["run_network"]
 

@@ -16,7 +16,7 @@ decoded by the step registry); a record that no longer replays (the workload cha
 or a step is invalid) is skipped with a warning and the next best is tried, never an
 exception; states rank as ``tuning.rank_records`` ranks them (``apply_best`` picks the same
 state): a state re-timed side by side at the end of tuning by its second-lowest record
-(``tuning.retimed_cost``), and the default schedule's own state keeps first place unless a
+(``ranking.retimed_cost``), and the default schedule's own state keeps first place unless a
 tuned state beat it by ``PREFER_MARGIN`` (then the group is built with the default
 schedule); for logs without the default's state, the task table (``LOG.tasks.json``) is the
 floor: records slower than the default are not used. So a build with the log is never
@@ -43,10 +43,11 @@ from .default_state import default_state
 from .defaults import has_default_schedule, register_default_schedule
 from .layout_rewrite import LayoutRewriteOption, replay_rewritten
 from .measure_record import as_record
+from .ranking import retimed_cost
 from .steps import serialize
 from .steps.registry import check_state
 from .task import SearchTask
-from .tuning import default_steps_repr, rank_records, retimed_cost
+from .tuning import default_steps_repr, rank_records
 
 __all__ = ["ApplyHistoryBest", "DispatchContext"]
 
