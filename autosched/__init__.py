@@ -61,7 +61,7 @@ from .search.sparse_rule import (
     sparse_sketch_rules,
 )
 from .state import State
-from .task import HardwareParams, SearchTask
+from .task import HardwareParams, RemovedAPIError, SearchTask, auto_schedule, create_task
 from .task_inputs import register_task_input_check_func
 from .task_scheduler import (
     LogEstimatedLatency,
@@ -95,7 +95,7 @@ __all__ = ["SearchTask", "ComputeDAG", "State", "HardwareParams", "register_work
            "sparse_dense_sketch_rule", "sparse_conv2d_sketch_rule", "sparse_conv3x3_sketch_rule",
            "sparse_sketch_rules",
            "LayoutRewriteOption",
-           "LayoutTransform"]
+           "LayoutTransform", "create_task", "auto_schedule", "RemovedAPIError"]
 
 # TVM spells it ``auto_scheduler.measure.recover_measure_input``; it needs the task
 # layer, which sits above the measure package, so the package is given the name here.

@@ -7,7 +7,7 @@ SearchTask`` ports with ``tvm`` replaced by ``compiler``).
 """
 from __future__ import annotations
 
-from .task import HardwareParams, SearchTask
+from .task import HardwareParams, SearchTask, auto_schedule, create_task
 from .task_inputs import (
     get_task_input_buffer,
     register_task_input_buffer,
@@ -16,4 +16,5 @@ from .task_inputs import (
 from .tuning import TuningOptions
 
 __all__ = ["SearchTask", "TuningOptions", "HardwareParams", "register_task_input_buffer",
-           "get_task_input_buffer", "register_task_input_check_func"]
+           "get_task_input_buffer", "register_task_input_check_func", "create_task",
+           "auto_schedule"]

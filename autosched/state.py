@@ -88,7 +88,7 @@ class StageState:
 class State:
     """Stages + attach map + the transform steps that produced them."""
     __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str",
-                 "dataflow_key", "_leaves", "_struct")
+                 "dataflow_key", "_leaves", "_struct", "_fill")
 
     def __init__(self, dag, stages, attach_map=None, steps=None, concrete=True,
                  dataflow_key=()):
@@ -98,6 +98,9 @@ class State:
         self.transform_steps = list(steps or [])
         self.concrete = concrete
         self._str = None
+        # the extents the print template is filled with, in its slots' order (None
+        # until printed): a re-tiled child copies its parent's and changes a few
+        self._fill = None
         # the loop model's mirrored leaves (features.nest.leaves_of): derived from the
         # steps, so cleared with the printout whenever a step changes the state
         self._leaves = None
@@ -113,7 +116,7 @@ class State:
     # memos derived in this process: a pickled State (a build job, a user's file) leaves
     # them out -- the struct memo holds body analyses keyed by the ids of this process's
     # ops, which mean nothing once unpickled -- and the copy derives them again
-    _MEMOS = ("_leaves", "_struct")
+    _MEMOS = ("_leaves", "_struct", "_fill")
 
     def __getstate__(self):
         return None, {k: getattr(self, k) for k in State.__slots__ if k not in State._MEMOS}
@@ -126,6 +129,7 @@ class State:
 
     def invalidate(self) -> None:
         self._str = None
+        self._fill = None
         self._leaves = None
         self._struct = None
 
@@ -163,9 +167,7 @@ class State:
 
     def set_stage(self, sid: int, stage: StageState) -> None:
         self.stages[sid] = stage
-        self._str = None
-        self._leaves = None
-        self._struct = None
+        self.invalidate()
 
     def attached_to(self, sid: int) -> list:
         """Stage ids attached to some iterator of stage ``sid``."""
@@ -245,8 +247,22 @@ def stage_consumers(stages) -> tuple:
 
 def _fill_template(state: State, tmpl: tuple) -> str:
     fmt, slots = tmpl
-    stages = state.stages
-    return fmt % tuple([stages[sid].iters[k].extent for sid, k in slots])
+    fill = state._fill
+    if fill is None:
+        stages = state.stages
+        fill = state._fill = tuple([stages[sid].iters[k].extent for sid, k in slots])
+    return fmt % fill
+
+
+def template_slots(state: State) -> dict:
+    """(stage id, iterator id) -> its position among the print template's extents, in
+    the struct_memo (``search.retile`` updates a child's extents by it)."""
+    memo = state.struct_memo()
+    where = memo.get("template_slots")
+    if where is None:
+        where = memo["template_slots"] = {
+            slot: i for i, slot in enumerate(state.print_template()[1])}
+    return where
 
 
 def _print_state(state: State, slots: list | None = None) -> str:

@@ -13,7 +13,7 @@ from compiler.target import Target, parse_target
 from . import tuning as _tuning
 from .checks import check_fields
 from .compute_dag import ComputeDAG
-from .errors import WorkloadError
+from .errors import AutoSchedError, WorkloadError
 from .layout_rewrite import LayoutRewriteOption, as_option
 from .task_inputs import (
     TaskInputError,
@@ -127,3 +127,23 @@ class SearchTask:
         """The best schedule in ``log_file`` as schedule-API Python code (``print_mode``
         "schedule"; TVM's "cuda" raises ValueError: CUDA is not supported)."""
         return _tuning.print_best(self, log_file, print_mode)
+
+
+class RemovedAPIError(AutoSchedError, ValueError):
+    """A call to an API TVM removed; a ValueError, as TVM raises."""
+
+
+_UPGRADE = ("make the task with auto_scheduler.SearchTask(func=..., args=..., target=...) "
+            "and tune it with task.tune(auto_scheduler.TuningOptions(...)); TVM removed "
+            "this API in its pull request 7028")
+
+
+def create_task(func, args, target, target_host=None, hardware_params=None):
+    """TVM's removed ``auto_scheduler.create_task``: raises, naming its replacement (old
+    scripts fail with the upgrade path instead of an AttributeError)."""
+    raise RemovedAPIError(f"auto_scheduler.create_task is removed: {_UPGRADE}")
+
+
+def auto_schedule(task, search_policy=None, tuning_options=None):
+    """TVM's removed ``auto_scheduler.auto_schedule``: raises, as ``create_task``."""
+    raise RemovedAPIError(f"auto_scheduler.auto_schedule is removed: {_UPGRADE}")

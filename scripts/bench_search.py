@@ -25,6 +25,12 @@ The picks' fingerprint (a hash of their printouts) shows whether two runs search
 alike: a speed-up should change the time, not the fingerprint.  ``--baseline`` adds
 the ratio of each round's time to an earlier JSON's.
 
+``--against TREE`` times this tree and another (a worktree of the commit before a
+change: its package is imported through ``PYTHONPATH``) in alternating fresh processes,
+``--pairs`` pairs in ABBA order, and reports the median of the pairs' ratios: on a
+machine whose speed drifts by 20% within minutes, a change of 5% shows only in such
+pairs.
+
 ``--islands`` times what the serial rounds leave out: the tuner's rounds as ``tune``
 runs them, with the default parameters (2048 states split into islands evolved by
 helper processes), in wall seconds per round over rounds 3.. (the first trains no
@@ -38,8 +44,13 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import os
 import pathlib
 import random
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import autosched as auto
@@ -243,6 +254,54 @@ def print_table(results: dict, baseline: dict | None) -> None:
               "'!' other picks")
 
 
+def _run_tree(tree: pathlib.Path, args: list) -> dict:
+    """This script's JSON for ``args``, run in a fresh process importing the package of
+    ``tree``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "r.json"
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), *args,
+                        "--repeat", "1", "--json", str(out)], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        return json.loads(out.read_text())
+
+
+def bench_against(other: str, pairs: int, args: list) -> dict:
+    """Per workload, this tree's and ``other``'s round times over ``pairs`` ABBA pairs
+    of fresh processes, and the ratio of each pair (this / other)."""
+    here = pathlib.Path(__file__).resolve().parents[1]
+    there = pathlib.Path(other).resolve()
+    if not (there / "autosched" / "__init__.py").exists():
+        raise SystemExit(f"bench_search: --against {other}: no autosched package there "
+                         "(expected a source tree, e.g. a git worktree)")
+    runs: dict = {"this": [], "other": []}
+    for k in range(pairs):
+        order = [("this", here), ("other", there)]
+        for name, tree in (order if k % 2 == 0 else order[::-1]):
+            runs[name].append(_run_tree(tree, args)["workloads"])
+    out = {}
+    for w in runs["this"][0]:
+        mine = [r[w]["round_s"] for r in runs["this"]]
+        theirs = [r[w]["round_s"] for r in runs["other"]]
+        ratios = [a / b for a, b in zip(mine, theirs)]
+        out[w] = {"this_s": mine, "other_s": theirs, "ratios": ratios,
+                  "ratio_median": statistics.median(ratios),
+                  "same_picks": len({r[w]["fingerprint"] for r in
+                                     runs["this"] + runs["other"]}) == 1}
+    return out
+
+
+def print_against_table(results: dict, other: str) -> None:
+    print(f"this tree against {other}, in ABBA pairs of fresh processes "
+          "(ratio = this / other; '=' same picks, '!' other picks)")
+    print(f"{'workload':16s} {'this s':>8s} {'other s':>8s} {'ratio':>6s} {'min-max':>11s}")
+    for name, r in results.items():
+        print(f"{name:16s} {statistics.median(r['this_s']):8.3f} "
+              f"{statistics.median(r['other_s']):8.3f} {r['ratio_median']:5.2f}"
+              f"{'=' if r['same_picks'] else '!'} {min(r['ratios']):5.2f}-"
+              f"{max(r['ratios']):.2f}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", nargs="+", default=DEFAULT_WORKLOADS,
@@ -254,10 +313,24 @@ def main(argv=None) -> None:
     ap.add_argument("--islands", action="store_true",
                     help="time the tuner's rounds with helpers (wall seconds)")
     ap.add_argument("--baseline", help="an earlier bench_search JSON to compare with")
+    ap.add_argument("--against", metavar="TREE",
+                    help="another source tree, timed in alternating fresh processes")
+    ap.add_argument("--pairs", type=int, default=3, help="with --against: ABBA pairs")
     ap.add_argument("--json", help="write the results here")
     ns = ap.parse_args(argv)
-    if ns.rounds < 2 or ns.repeat < 1:
-        raise SystemExit("bench_search: --rounds must be >= 2 and --repeat >= 1")
+    if ns.rounds < 2 or ns.repeat < 1 or ns.pairs < 1:
+        raise SystemExit("bench_search: --rounds must be >= 2, --repeat and --pairs >= 1")
+    if ns.against:
+        args = ["--workloads", *ns.workloads, "--rounds", str(ns.rounds),
+                "--population", str(ns.population)] + (["--islands"] if ns.islands else [])
+        results = bench_against(ns.against, ns.pairs, args)
+        print_against_table(results, ns.against)
+        if ns.json:
+            with open(ns.json, "w") as f:
+                json.dump({"against": ns.against, "pairs": ns.pairs, "workloads": results,
+                           "mode": "islands" if ns.islands else "serial"}, f, indent=1)
+            print(f"wrote {ns.json}")
+        return
     baseline = None
     if ns.baseline:
         with open(ns.baseline) as f:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+import autosched
 from autosched import state as S
 from autosched import steps as ST
 from autosched import workload as W
@@ -14,7 +15,7 @@ from autosched.compute_dag import ComputeDAG
 from autosched.errors import AutoSchedError, InvalidStepError, WorkloadError
 from autosched.steps import apply_step, serialize
 from autosched.task import HardwareParams, SearchTask
-from compiler import lower, te
+from compiler import auto_scheduler, lower, te
 from compiler.target import parse_target
 from records import FAILURE_COST, Record
 
@@ -385,6 +386,19 @@ def test_search_task_errors():
         SearchTask()
     with pytest.raises(WorkloadError, match="unknown workload 'nope_nope'"):
         SearchTask(workload_key='["nope_nope"]')
+
+
+def test_removed_tvm_entry_points_raise_with_the_upgrade_path():
+    """Scripts written for TVM before its SearchTask API fail as on TVM (a ValueError),
+    and the message says what replaced the call."""
+    for call in (lambda: autosched.create_task("matmul", (4, 4, 4), "llvm"),
+                 lambda: auto_scheduler.auto_schedule(None),
+                 lambda: auto_scheduler.search_task.create_task(None, (), "llvm")):
+        with pytest.raises(autosched.RemovedAPIError,
+                           match=r"is removed: make the task with auto_scheduler\.SearchTask"):
+            call()
+    assert issubclass(autosched.RemovedAPIError, ValueError)
+    assert issubclass(autosched.RemovedAPIError, AutoSchedError)
 
 
 def test_search_task_with_given_dag_and_hardware():

@@ -87,3 +87,27 @@ def test_a_baseline_of_the_other_mode_is_refused(bench, tmp_path):
     path.write_text('{"workloads": {}, "mode": "serial"}')
     with pytest.raises(SystemExit, match="timed serial rounds, this run times islands"):
         bench.main(["--islands", "--baseline", str(path), "--workloads", "matmul:64"])
+
+
+def test_against_alternates_the_trees_in_abba_pairs_and_takes_each_pairs_ratio(
+        bench, monkeypatch, tmp_path):
+    other = tmp_path / "other"
+    (other / "autosched").mkdir(parents=True)
+    (other / "autosched" / "__init__.py").write_text("")
+    calls = []
+    times = {"this": iter([2.0, 2.2, 1.8]), "other": iter([1.0, 2.0, 2.0])}
+
+    def fake_run(tree, args):
+        name = "other" if tree == other.resolve() else "this"
+        calls.append(name)
+        return {"workloads": {"matmul:256": {"round_s": next(times[name]),
+                                             "fingerprint": "f"}}}
+
+    monkeypatch.setattr(bench, "_run_tree", fake_run)
+    got = bench.bench_against(str(other), 3, ["--workloads", "matmul:256"])
+    assert calls == ["this", "other", "other", "this", "this", "other"]
+    r = got["matmul:256"]
+    assert r["ratios"] == pytest.approx([2.0, 1.1, 0.9])
+    assert r["ratio_median"] == pytest.approx(1.1) and r["same_picks"]
+    with pytest.raises(SystemExit, match="--against .*: no autosched package there"):
+        bench.bench_against(str(tmp_path / "nowhere"), 1, [])

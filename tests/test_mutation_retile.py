@@ -11,6 +11,7 @@ import pytest
 
 import autosched as auto
 from autosched import catalog
+from autosched import state as S
 from autosched.errors import InvalidStepError
 from autosched.features.extract import featurize_raw
 from autosched.features.nest import (
@@ -73,6 +74,30 @@ def test_retiled_children_equal_their_replay(name):
         assert n_fast < len(pairs)
     else:
         assert n_fast > 0.9 * len(pairs), (n_fast, len(pairs))
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "depthwise_conv2d"])
+def test_a_retiled_childs_printout_extents_come_from_its_printed_parent(name):
+    """As in the evolution, a parent is printed before it is mutated: its child then
+    carries the template's extents (its parent's with the changed ones replaced), and
+    its printout is the one a walk of its own iterators gives, over generations."""
+    task = _task(name)
+    cur = auto.SketchPolicy(task, seed=1, verbose=0).sample_initial_population(30)
+    rng = random.Random(1)
+    carried = 0
+    for _ in range(3):
+        nxt = []
+        for _ in range(60):
+            parent = rng.choice(cur)
+            str(parent)
+            child = mutate_tile_size(parent, rng)
+            if child is None or not _fast(child):
+                continue
+            carried += child._fill is not None
+            assert str(child) == S._print_state(child)
+            nxt.append(child)
+        cur = nxt or cur
+    assert carried > 100
 
 
 def _assert_replays_to_itself(st):

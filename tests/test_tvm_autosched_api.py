@@ -292,7 +292,7 @@ def test_tvm_submodule_imports_give_this_packages_modules_not_copies():
 _TVM_MODULES = {
     "search_task": ("SearchTask", "TuningOptions", "HardwareParams",
                     "register_task_input_buffer", "get_task_input_buffer",
-                    "register_task_input_check_func"),
+                    "register_task_input_check_func", "create_task", "auto_schedule"),
     "search_policy": ("SketchPolicy", "EmptyPolicy", "SearchCallback",
                       "PreloadMeasuredStates", "PreloadCustomSketchRule"),
     "dispatcher": ("DispatchContext", "ApplyHistoryBest", "ApplyHistoryBestOrSample"),

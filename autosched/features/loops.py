@@ -209,20 +209,31 @@ class LoopBatch:
 
     def _attached_shapes(self, jobs) -> None:
         """Rows reading an attached stage's buffer see its bound-shrunk shape (written
-        in one assignment per number of dimensions)."""
-        by_len: dict = {}
+        in one assignment per number of dimensions).
+
+        Why by index: a batch has a few hundred distinct bound-shrunk shapes for
+        thousands of rows; converting each row's nested lists to an array was a fifth
+        of building the batch (conv2d), so each distinct shape is converted once and
+        the rows gather theirs."""
+        by_len: dict = {}       # number of dims -> (rows, their entry, distinct entries)
+        index: dict = {}        # id of a memoized (shape, strides) -> its position
         for i, (nest, shapes, _) in enumerate(jobs):
             info = nest.info
             if shapes and not shapes.keys().isdisjoint(info.access_keys):
-                shape, strides = _shape_and_strides(
+                entry = _shape_and_strides(
                     tuple(map(shapes.get, info.access_keys, info.access_shapes)))
-                rows, shp, strd = by_len.setdefault(len(shape), ([], [], []))
+                rows, at, distinct = by_len.setdefault(len(entry[0]), ([], [], []))
+                k = index.get(id(entry))
+                if k is None:
+                    k = index[id(entry)] = len(distinct)
+                    distinct.append(entry)
                 rows.append(i)
-                shp.append(shape)
-                strd.append(strides)
-        for n, (rows, shp, strd) in by_len.items():
-            self.shape[rows, :n] = shp
-            self.strides[rows, :n] = strd
+                at.append(k)
+        for n, (rows, at, distinct) in by_len.items():
+            table = np.array(distinct, dtype=np.float64)        # (distinct, 2, n)
+            pick = table[np.array(at, dtype=np.int64)]
+            self.shape[rows, :n] = pick[:, 0]
+            self.strides[rows, :n] = pick[:, 1]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -60,6 +60,10 @@ def retiled(state, k: int, steps: list):
     made = child._struct.get("iterators")
     if made is None:
         made = child._struct["iterators"] = {}
+    # the printout's extents: the parent's, with the changed iterators' replaced
+    # (filling the template from every iterator was a twentieth of a search round)
+    fill = None if state._fill is None else list(state._fill)
+    slot = {} if fill is None else S.template_slots(state)
     # the parent's leaves agree with its iterators, and the memoized carving returns
     # the same atom tuples for the same splits: only leaves that are other objects can
     # have another extent (a stage whose leaf list compares equal has none)
@@ -78,8 +82,14 @@ def retiled(state, k: int, steps: list):
                 if made_it is None:
                     made_it = made[(sid, j, e)] = S.replace(it, extent=e)
                 new[j] = made_it
+                if fill is not None:
+                    at = slot.get((sid, j))
+                    if at is not None:
+                        fill[at] = e
         if new is not None:
             stages[sid] = S.replace(st, iters=tuple(new))
     child._leaves = [leaves, True]
     state.print_template()      # into the struct_memo the child shares: its printout
+    if fill is not None:
+        child._fill = tuple(fill)
     return child
