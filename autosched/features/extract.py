@@ -138,9 +138,9 @@ def _buffer_features(bt, line_bytes):
     """(features (N, B, fields), bytes touched per level (N, L+1))."""
     N, L = bt.ext.shape
     g_span = bt.span @ np.abs(bt.A).transpose(0, 2, 1)              # (N, L, D)
-    # spans summed from each level inwards (a reversed cumsum along the middle axis,
-    # written as one add per level: numpy's cumsum there was 3x slower; the sums are
-    # of integers, so exact either way)
+    # spans summed from each level inwards: a reversed cumsum along the middle axis,
+    # written as one add per level, which took a fifth less time on conv2d's batches
+    # (the sums are of integers, so exact either way)
     cum = np.zeros((N, L + 1, g_span.shape[2]))
     for lv in range(L - 1, -1, -1):
         np.add(cum[:, lv + 1], g_span[:, lv], out=cum[:, lv])

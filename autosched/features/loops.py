@@ -212,9 +212,9 @@ class LoopBatch:
         in one assignment per number of dimensions).
 
         Why by index: a batch has a few hundred distinct bound-shrunk shapes for
-        thousands of rows; converting each row's nested lists to an array was a fifth
-        of building the batch (conv2d), so each distinct shape is converted once and
-        the rows gather theirs."""
+        thousands of rows, so each distinct shape is converted to an array once and
+        the rows gather theirs (6.8 against 8.0 us a state on conv2d's batches, where
+        every row converted its own lists)."""
         by_len: dict = {}       # number of dims -> (rows, their entry, distinct entries)
         index: dict = {}        # id of a memoized (shape, strides) -> its position
         for i, (nest, shapes, _) in enumerate(jobs):

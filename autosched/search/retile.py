@@ -61,7 +61,7 @@ def retiled(state, k: int, steps: list):
     if made is None:
         made = child._struct["iterators"] = {}
     # the printout's extents: the parent's, with the changed iterators' replaced
-    # (filling the template from every iterator was a twentieth of a search round)
+    # (filling the template from every iterator was about 3% of a conv2d round)
     fill = None if state._fill is None else list(state._fill)
     slot = {} if fill is None else S.template_slots(state)
     # the parent's leaves agree with its iterators, and the memoized carving returns
