@@ -30,7 +30,7 @@ from .cost_model.base import RandomModel
 from .cost_model.xgb_model import XGBModel
 from .dispatch import ApplyHistoryBest, DispatchContext
 from .dispatch_sample import ApplyHistoryBestOrSample
-from .errors import AutoSchedError, InvalidStepError, WorkloadError
+from .errors import AutoSchedError, InvalidStepError, RemovedAPIError, WorkloadError
 from .layout_rewrite import LayoutRewriteOption, LayoutTransform
 from .measure.builder import BuildCutoff, LocalBuilder
 from .measure.dask import ClusterError, DaskBuilder, DaskRunner
@@ -61,7 +61,7 @@ from .search.sparse_rule import (
     sparse_sketch_rules,
 )
 from .state import State
-from .task import HardwareParams, RemovedAPIError, SearchTask, auto_schedule, create_task
+from .task import HardwareParams, SearchTask, auto_schedule, create_task
 from .task_inputs import register_task_input_check_func
 from .task_scheduler import (
     LogEstimatedLatency,

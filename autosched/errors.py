@@ -12,5 +12,10 @@ class WorkloadError(AutoSchedError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RemovedAPIError(AutoSchedError, ValueError):
+    """A call to an API TVM removed (``create_task``, ``auto_schedule``); a ValueError,
+    as TVM raises."""
+
+
 class InvalidStepError(AutoSchedError, ValueError):
     """A transform step does not apply to the State it is applied to."""

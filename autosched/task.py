@@ -13,7 +13,7 @@ from compiler.target import Target, parse_target
 from . import tuning as _tuning
 from .checks import check_fields
 from .compute_dag import ComputeDAG
-from .errors import AutoSchedError, WorkloadError
+from .errors import RemovedAPIError, WorkloadError
 from .layout_rewrite import LayoutRewriteOption, as_option
 from .task_inputs import (
     TaskInputError,
@@ -127,10 +127,6 @@ class SearchTask:
         """The best schedule in ``log_file`` as schedule-API Python code (``print_mode``
         "schedule"; TVM's "cuda" raises ValueError: CUDA is not supported)."""
         return _tuning.print_best(self, log_file, print_mode)
-
-
-class RemovedAPIError(AutoSchedError, ValueError):
-    """A call to an API TVM removed; a ValueError, as TVM raises."""
 
 
 _UPGRADE = ("make the task with auto_scheduler.SearchTask(func=..., args=..., target=...) "
