@@ -58,6 +58,7 @@ from .cost_model.xgb_model import PRIOR_BUILTIN, XGBModel
 from .defaults import measure_default_costs
 from .measure.dask import ClusterError
 from .measure.measurer import ProgramMeasurer, RecordToFile, TuningStopped
+from .search.gc_pause import tuning_scope
 from .search.policy import SearchParams, SketchPolicy
 from .task import SearchTask
 from .task_scheduler_callbacks import (
@@ -66,7 +67,7 @@ from .task_scheduler_callbacks import (
     PrintTableInfo,
     TaskSchedulerCallback,
 )
-from .tuning import TuningOptions, _close, preload, retime_or_warn
+from .tuning import TuningOptions, _close, preload, retime_or_warn, upcoming_imports
 
 __all__ = ["TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "GradientParams", "derive_similarity_tag"]
@@ -277,7 +278,8 @@ class TaskScheduler:
                                             confirm_top_k=tune_option.confirm_top_k)
             if not any(math.isfinite(d) for d in self.default_costs):
                 self.default_costs = measure_default_costs(self.tasks, runner)
-            self._run(tune_option)
+            with tuning_scope():
+                self._run(tune_option)
             if tune_option.retime_top_k and tune_option.retime_rounds and not self.stop_reason:
                 self._retime(tune_option)
             # once more at the end (the lowest stands): a floor inflated by a noisy start
@@ -375,6 +377,9 @@ class TaskScheduler:
         for cb in self.callbacks:
             cb.pre_tune(self, idx)
         n = min(self.num_measures_per_round, self.tune_option.num_measure_trials - self.ct)
+        more = self.ct + n < self.tune_option.num_measure_trials
+        self.measurer.import_while_building = \
+            upcoming_imports(self.search_policies[idx]) if more else ()
         try:
             inputs, results = self.search_policies[idx].continue_search_one_round(
                 n, self.measurer)

@@ -32,6 +32,7 @@ from .measure.measurer import (
 from .measure.runner import LocalRunner, more_calls
 from .ranking import PREFER_MARGIN, rank_figures, retimed_cost
 from .search.callbacks import PreloadMeasuredStates, matching_records, preload
+from .search.gc_pause import tuning_scope
 from .search.policy import SketchPolicy
 from .state import freeze
 from .steps import serialize
@@ -139,7 +140,6 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
     start = time.perf_counter()
     # a policy counts its search time over its life; this call's is what it adds
     searched = policy.search_seconds
-    best_at = 0
     try:
         # the default schedule's cost, timed by the same runner: the floor to beat (and
         # the runner's cut-off learns it, so hopeless candidates stop sooner)
@@ -149,32 +149,8 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
         except ClusterError as err:
             warnings.warn(f"the default schedule was not measured: {err}", stacklevel=2)
         stats.default_seconds = time.perf_counter() - t0
-        while stats.trials < options.num_measure_trials:
-            n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
-            try:
-                inputs, results = policy.continue_search_one_round(n, measurer)
-            except (ClusterError, TuningStopped) as err:
-                # the cluster is gone, or everything fails: the finished batches are logged
-                stats.stop_reason = str(err)
-                warnings.warn(f"tuning stopped: {err}", stacklevel=2)
-                break
-            if not inputs:
-                break   # the search space is exhausted
-            for res in results:
-                stats.trials += 1
-                if res.error_no == 0 and res.costs:
-                    cost = sum(res.costs) / len(res.costs)
-                    if cost < stats.best_cost:
-                        stats.best_cost, best_at = cost, stats.trials
-                elif was_cut_off(res):
-                    stats.cut_off += 1
-                else:
-                    stats.errors += 1
-            _account(stats, measurer, policy, start, searched)
-            if options.progress_callback:
-                options.progress_callback(stats)
-            if options.early_stopping and stats.trials - best_at >= options.early_stopping:
-                break
+        with tuning_scope():
+            _run_rounds(policy, measurer, options, stats, start, searched)
         if not stats.stop_reason and options.retime_top_k and options.retime_rounds:
             _retime_best(task, policy, measurer, options, stats)
     finally:
@@ -182,6 +158,49 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
         _close(measurer)
     return stats
 
+
+def _run_rounds(policy, measurer, options: TuningOptions, stats: TuneStats, start: float,
+                searched: float) -> None:
+    """Search and measure rounds until the budget is spent, the search space is
+    exhausted, early stopping triggers or the measurements stop."""
+    best_at = 0
+    while stats.trials < options.num_measure_trials:
+        n = min(options.num_measures_per_round, options.num_measure_trials - stats.trials)
+        more = stats.trials + n < options.num_measure_trials
+        measurer.import_while_building = upcoming_imports(policy) if more else ()
+        try:
+            inputs, results = policy.continue_search_one_round(n, measurer)
+        except (ClusterError, TuningStopped) as err:
+            # the cluster is gone, or everything fails: the finished batches are logged
+            stats.stop_reason = str(err)
+            warnings.warn(f"tuning stopped: {err}", stacklevel=3)
+            break
+        if not inputs:
+            break   # the search space is exhausted
+        for res in results:
+            stats.trials += 1
+            if res.error_no == 0 and res.costs:
+                cost = sum(res.costs) / len(res.costs)
+                if cost < stats.best_cost:
+                    stats.best_cost, best_at = cost, stats.trials
+            elif was_cut_off(res):
+                stats.cut_off += 1
+            else:
+                stats.errors += 1
+        _account(stats, measurer, policy, start, searched)
+        if options.progress_callback:
+            options.progress_callback(stats)
+        if options.early_stopping and stats.trials - best_at >= options.early_stopping:
+            break
+
+
+
+def upcoming_imports(policy) -> tuple:
+    """The modules ``policy``'s cost model imports in later rounds (``upcoming_modules``:
+    xgboost for ``XGBModel``); the measurer imports them while a round builds, when
+    another round follows (``measure/background.py``)."""
+    upcoming = getattr(getattr(policy, "model", None), "upcoming_modules", None)
+    return tuple(upcoming()) if callable(upcoming) else ()
 
 def _retime_best(task, policy, measurer, options: TuningOptions, stats: TuneStats) -> None:
     """Re-time the best states (``retime_states``) and make ``stats.best_cost`` the

@@ -16,7 +16,8 @@ from autosched.features.extract import FeatureConfig
 from autosched.measure import MeasureInput, MeasureResult
 from autosched.search import islands
 from autosched.search import policy as policy_module
-from autosched.search.evolution import SearchParams, paused_gc
+from autosched.search.evolution import SearchParams
+from autosched.search.gc_pause import paused_gc
 from autosched.search.mutation_rules import replay
 
 # a population large enough for islands (the threshold is lowered to it), kept small

@@ -23,7 +23,10 @@ Invariants:
   is the candidate's result (``confirmations`` holds the other).  A task's best
   ``confirm_top_k`` start, in each ``measure`` object, from what its policy measured
   before (``settled_best`` of its states' figures), so a second ``tune`` call or a
-  resumed run confirms only candidates that beat them.
+  resumed run confirms only candidates that beat them;
+- the modules in ``import_while_building`` (set by the tune loops) are imported in the
+  background during a batch's builds, and every run waits for that import to end
+  (``background.py``): nothing is imported while a candidate is timed.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ from records import FAILURE_COST, ErrorNo, RecordWriter
 from ..checks import check_number
 from ..ranking import settled_best
 from ..steps import serialize
+from . import background
 
 # TVM's MeasureErrorNo: NO_ERROR 0, INSTANTIATION_ERROR 1, COMPILE_HOST 2, COMPILE_DEVICE 3,
 # RUNTIME_DEVICE 4, WRONG_ANSWER 5, BUILD_TIMEOUT 6, RUN_TIMEOUT 7, UNKNOWN_ERROR 8.
@@ -280,6 +284,8 @@ class ProgramMeasurer:
             max_continuous_error, "ProgramMeasurer max_continuous_error", 1, integer=True)
         self.confirm_top_k = check_number(confirm_top_k, "ProgramMeasurer confirm_top_k", 0,
                                           integer=True)
+        # what the next rounds' search will import: imported while this round builds
+        self.import_while_building: tuple = ()
         self.reset()
 
     def reset(self) -> None:
@@ -319,8 +325,12 @@ class ProgramMeasurer:
 
     def _measure_batch(self, policy, batch) -> list:
         t0 = time.perf_counter()
+        background.start(self.import_while_building)
         build_results = self.builder.build(batch, self.verbose)
         t1 = time.perf_counter()
+        # an import that outlasts the builds is waited for outside both build and run
+        # time: it is the search's (its next round needs it)
+        background.settle()
         if len(build_results) != len(batch):
             raise RuntimeError(f"measurement returned {len(build_results)} build results for "
                                f"{len(batch)} inputs")
@@ -412,6 +422,7 @@ class ProgramMeasurer:
 
     def _run(self, policy, inputs, build_results) -> list:
         """Run, account and call the callbacks; ``_cb_seconds`` is the callbacks' share."""
+        background.settle()         # no import competes with the timing
         results = self.runner.run(inputs, build_results, self.verbose)
         if len(results) != len(inputs):
             raise RuntimeError(f"measurement returned {len(results)} results for "

@@ -12,8 +12,6 @@ compute location's scope are dropped.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
 import itertools
 from dataclasses import dataclass
@@ -56,25 +54,6 @@ class SearchParams:
         check_fields(self, ("evolutionary_search_num_iters",), 0, integer=True)
         if self.search_workers is not None:
             check_number(self.search_workers, "SearchParams search_workers", 0, integer=True)
-
-
-@contextlib.contextmanager
-def paused_gc():
-    """Run a search with Python's cyclic garbage collector paused.
-
-    Why: a search round allocates ~10^6 short-lived containers (states, iterators, atom
-    tuples), so the collector runs its full passes over every tracked object of the
-    process -- the feature and replay caches, the te ops -- many times a round; measured
-    here, that was 30% of a round.  Reference counting still frees the round's garbage;
-    the few cycles wait until the collector resumes.  Nested uses are fine, and a
-    collector the caller had disabled stays disabled."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def sample_population(sketches, n: int, rng, num_cores: int, tries_factor: int) -> list:

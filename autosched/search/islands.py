@@ -62,7 +62,8 @@ import sys
 import threading
 
 from ..measure.workers import WorkerError, WorkerPool, pause_gc_until_replied
-from .evolution import SearchParams, evolve, paused_gc, sample_population
+from .evolution import SearchParams, evolve, sample_population
+from .gc_pause import paused_gc
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 

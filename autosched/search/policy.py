@@ -27,7 +27,8 @@ from ..cost_model.xgb_model import XGBModel
 from ..default_state import default_state
 from ..measure.measurer import MeasureInput
 from ..state import State
-from .evolution import SearchParams, evolve, next_generation, paused_gc, sample_population
+from .evolution import SearchParams, evolve, next_generation, sample_population
+from .gc_pause import paused_gc
 from .islands import helpers_for, start_islands
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches

@@ -1,0 +1,55 @@
+"""Imports run in a background thread while the tuner's process waits for a round's
+builds, and finished before anything is timed.
+
+Why: the first trained search round of a process imports xgboost (1.15 s here, 0.96 s
+of it scikit-learn), on that round's critical path, while during the round before the
+tuner's process had mostly waited on its build workers.  The tune loops (``tune``,
+``TaskScheduler.tune``) name what the cost model's later rounds need (its
+``upcoming_modules``) when another round follows, and ``ProgramMeasurer`` imports it
+meanwhile.  The thread imports the whole module, as the user's own import would (the
+``tune`` command's lean import, ``cli.import_xgboost_early``, happens before and makes
+this a no-op).
+
+Invariants: one import thread at a time; ``settle()`` returns only once none runs, and
+the measurer calls it before every run, so no import competes with a timing; a module
+already in ``sys.modules`` (imported, or being imported by another thread) is not
+imported again; an import that fails is dropped here -- the next import of the module,
+where it is needed, raises the error where it belongs.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+
+__all__ = ["settle", "start"]
+
+_THREAD: list = []      # [the running import thread]
+
+
+def start(modules) -> bool:
+    """Import ``modules`` (names) in a background thread unless they are all imported
+    or an import thread still runs; returns whether a thread started."""
+    todo = tuple(m for m in modules if m not in sys.modules)
+    if not todo or _THREAD:
+        return False
+    thread = threading.Thread(target=_import_all, args=(todo,), daemon=True,
+                              name="autosched-import")
+    _THREAD.append(thread)
+    thread.start()
+    return True
+
+
+def settle() -> None:
+    """Wait for the background import, if one runs."""
+    while _THREAD:
+        _THREAD[0].join()
+        _THREAD.pop()
+
+
+def _import_all(names) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException:   # noqa: BLE001 -- see the module docstring
+            return
