@@ -41,6 +41,7 @@ commit and, with ``PYTHONPATH``, another), several times.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -58,6 +59,11 @@ from autosched.cost_model import PRIOR_BUILTIN, XGBModel, xgb_model
 from autosched.measure.measurer import MeasureInput, MeasureResult
 from autosched.search import evolution, islands
 from autosched.search import policy as policy_mod
+
+try:    # a tree from before the tuning scope (with --against) times its rounds without it
+    from autosched.search.gc_pause import tuning_scope
+except ImportError:
+    tuning_scope = contextlib.nullcontext
 from autosched.search.evolution import SearchParams
 from autosched.search.policy import SketchPolicy
 
@@ -138,7 +144,8 @@ def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict
     digest = hashlib.sha256()
     clock = PhaseClock()
     total = 0.0
-    try:
+    # rounds as the tuner runs them, their survivors frozen (search/gc_pause.py)
+    with tuning_scope(), contextlib.closing(clock):
         for r in range(rounds):
             clock.active = r >= 1        # the first round fills the memos
             t0 = time.process_time()
@@ -149,8 +156,6 @@ def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict
             for st in picks:
                 digest.update(str(st).encode())
             _record_synthetic(policy, picks, rng)
-    finally:
-        clock.close()
     phases = dict(clock.seconds)
     phases["other"] = max(0.0, total - sum(v for k, v in phases.items() if k != "other"))
     return {"round_s": total / max(1, rounds - 1),
@@ -172,7 +177,7 @@ def islands_search(func: str, args, rounds: int, seed: int,
     clock = PhaseClock({"wait": (islands.IslandRun, "results"),
                         "train": (xgb_model.XGBModel, "train")}, timer=time.perf_counter)
     total = 0.0
-    try:
+    with tuning_scope(), contextlib.closing(clock):
         for r in range(rounds):
             clock.active = r >= 2
             t0 = time.perf_counter()
@@ -182,8 +187,6 @@ def islands_search(func: str, args, rounds: int, seed: int,
             for st in picks:
                 digest.update(str(st).encode())
             _record_synthetic(policy, picks, rng)
-    finally:
-        clock.close()
     n = max(1, rounds - 2)
     return {"round_s": total / n, "wait_s": clock.seconds["wait"] / n,
             "train_s": clock.seconds["train"] / n,
