@@ -2,12 +2,14 @@
 a round's survivors are frozen, and the outermost scope unfreezes them; a process that
 froze objects itself keeps its permanent generation untouched."""
 import gc
+import weakref
 
 import autosched_helpers  # noqa: F401  (registers the steps_test_* workloads)
 import pytest
 from autosched_helpers import SMALL_SEARCH, Fine
 
 import autosched as auto
+from autosched.search import gc_pause
 from autosched.search.gc_pause import paused_gc, tuning_scope
 from autosched.task_scheduler_callbacks import TaskSchedulerCallback
 
@@ -30,6 +32,25 @@ def test_a_round_inside_a_tuning_scope_freezes_what_it_kept_and_the_scope_unfree
         assert not any(o is kept[0] for o in gc.get_objects())  # collections skip it
     assert gc.get_freeze_count() == 0 and gc.isenabled()
     assert any(o is kept[0] for o in gc.get_objects())      # scanned again
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def test_a_cycle_that_became_garbage_in_a_round_is_collected_within_collect_every_rounds():
+    with tuning_scope():
+        with paused_gc():
+            ref = weakref.ref(_Cycle())         # garbage at once, but only as a cycle
+        for _ in range(gc_pause.COLLECT_EVERY - 2):
+            with paused_gc():
+                pass
+        assert ref() is not None                 # frozen with the round's survivors
+        with paused_gc():
+            pass
+        assert ref() is None                     # the scope's periodic collection
+        assert gc.get_freeze_count() > 0         # and the survivors frozen again
 
 
 def test_a_round_outside_a_tuning_scope_freezes_nothing():
