@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import shlex
 import sys
 import time
@@ -174,18 +175,21 @@ def make_model(ns):
     return model
 
 
-def import_xgboost_early(ns) -> bool:
+def import_xgboost_early(ns, resuming: bool = False) -> bool:
     """Import xgboost now, without its scikit-learn interface, when this command will
-    train the cost model (xgb, more than one round) and runs no user code (a built-in
-    workload or model); returns whether it did.
+    train the cost model (xgb, and more than one round, or a run that ``resuming`` a
+    log: the first round trains on the preloaded records) and runs no user code (a
+    built-in workload or model); returns whether it did.
 
     Why: this process is the command's own, and nothing in it uses xgboost's
     scikit-learn estimators; importing scikit-learn with them costs about 0.65 s of the
-    0.85 s the import takes, paid otherwise inside the second search round.  A
-    ``module:function`` workload keeps the full import: the user's module may want the
-    estimators (``islands.import_modules`` explains the lean import)."""
+    0.85 s the import takes, paid otherwise inside the second search round (the first,
+    when resuming).  A ``module:function`` workload keeps the full import: the user's
+    module may want the estimators (``islands.import_modules`` explains the lean
+    import)."""
     user_code = ":" in (ns.workload or "")      # ONNX models are data, not code
-    if ns.model != "xgb" or user_code or ns.trials <= ns.per_round:
+    one_round = ns.trials <= ns.per_round and not resuming
+    if ns.model != "xgb" or user_code or one_round:
         return False
     import_modules(("xgboost",))
     return True
@@ -333,8 +337,8 @@ def main(argv=None) -> int:
             print(f"{name:18s} args={list(e.default_args)}  {e.doc}")
         print("networks (--network): " + ", ".join(sorted(ZOO)))
         return 0
-    import_xgboost_early(ns)
     if _is_model(ns):
+        import_xgboost_early(ns)
         return run_network(ns, make_measurers)
     try:
         fname, args = resolve_workload(ns.workload, ns.args)
@@ -343,6 +347,8 @@ def main(argv=None) -> int:
         print(f"tune: error: {err}", file=sys.stderr)
         return 2
     log = ns.log or f"{fname}.json"
+    # a log with records is preloaded (resumed), and the first round trains on them
+    import_xgboost_early(ns, resuming=os.path.isfile(log) and os.path.getsize(log) > 0)
     if not ns.quiet:
         print(f"Tuning {task.workload_key} on {task.target}: {ns.trials} trials, log {log}")
     try:
