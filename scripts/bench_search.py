@@ -59,13 +59,13 @@ from autosched.cost_model import PRIOR_BUILTIN, XGBModel, xgb_model
 from autosched.measure.measurer import MeasureInput, MeasureResult
 from autosched.search import evolution, islands
 from autosched.search import policy as policy_mod
+from autosched.search.evolution import SearchParams
+from autosched.search.policy import SketchPolicy
 
 try:    # a tree from before the tuning scope (with --against) times its rounds without it
     from autosched.search.gc_pause import tuning_scope
 except ImportError:
     tuning_scope = contextlib.nullcontext
-from autosched.search.evolution import SearchParams
-from autosched.search.policy import SketchPolicy
 
 DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "depthwise", "dense_bias_relu"]
 PHASES = ("sample", "mutate", "featurize", "train", "score", "other")
