@@ -77,7 +77,9 @@ def parse_args(argv):
                    help="stop after this many trials without improvement")
     p.add_argument("--runner-number", type=int, default=3)
     p.add_argument("--runner-repeat", type=int, default=1)
-    p.add_argument("--min-repeat-ms", type=int, default=0)
+    p.add_argument("--min-repeat-ms", type=int, default=0,
+                   help="each repeat's calls last at least this long (TVM's default is "
+                        "100; 0 here, see the README's scope notes)")
     p.add_argument("--cache-flush", action=argparse.BooleanOptionalAction, default=None,
                    help="flush the CPU caches before each timed call (default: on for "
                         "models, whose weights are cold in a real run, as TVM's network "

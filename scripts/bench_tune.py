@@ -84,7 +84,7 @@ def make_model(name: str, seed: int):
 
 
 def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
-              retime_k: int, confirm_k: int = 0) -> dict:
+              retime_k: int, confirm_k: int = 0, min_repeat_ms: float = 0) -> dict:
     """One search through the budgets; ``cuts[B]``: the log's length at budget B."""
     task = auto.SearchTask(func=func, args=args, target="llvm")
     log = os.path.join(tempfile.mkdtemp(prefix="bench_tune_"), f"{func}_{seed}.json")
@@ -96,6 +96,7 @@ def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
         opts = auto.TuningOptions(num_measure_trials=b - trials,
                                   num_measures_per_round=per_round, verbose=0,
                                   retime_top_k=retime_k, confirm_top_k=confirm_k,
+                                  runner=auto.LocalRunner(min_repeat_ms=min_repeat_ms),
                                   measure_callbacks=[auto.RecordToFile(log)])
         stats = task.tune(opts, policy)
         trials, errors = trials + stats.trials, errors + stats.errors
@@ -192,7 +193,7 @@ def run_workload(spec: str, ns) -> dict:
     per_seed = []
     for seed in ns.seeds:
         r = tune_once(name, args, ns.model, ns.trials, seed, ns.per_round, ns.retime_k,
-                      ns.confirm_k)
+                      ns.confirm_k, ns.min_repeat_ms)
         task = r.pop("task")
         flops = task.compute_dag.flop_ct
         retime_run(name, args, r, ns.trials, ns.rounds)
@@ -278,6 +279,9 @@ def main(argv=None) -> int:
                    help="rounds of the final interleaved re-timing (median of N figures "
                         "per program; two builds of one program measured up to 5%% apart "
                         "with 7 here)")
+    p.add_argument("--min-repeat-ms", type=float, default=0, metavar="MS",
+                   help="the tuner's LocalRunner(min_repeat_ms=MS): how long each "
+                        "candidate's repeat lasts (TVM's default is 100)")
     p.add_argument("--json", default="results/bench_tune.json")
     p.add_argument("--retime", metavar="JSON",
                    help="only re-time the runs of an earlier JSON from their logs")
@@ -296,7 +300,7 @@ def main(argv=None) -> int:
     with open(ns.json, "w") as f:
         json.dump({"host": {**host_info(), "fma_peak": fma}, "model": ns.model, "seeds": ns.seeds,
                    "retime_rounds": ns.rounds, "retime_k": ns.retime_k,
-                   "confirm_k": ns.confirm_k,
+                   "confirm_k": ns.confirm_k, "min_repeat_ms": ns.min_repeat_ms,
                    "trials": ns.trials,
                    "summary": {s: summarize(r, ns.trials) for s, r in out.items()},
                    "workloads": out}, f, indent=2, default=str)

@@ -30,6 +30,7 @@ from autosched.measure import (
     was_cut_off,
 )
 from autosched.measure.builder import BuildCutoff, LocalBuilder, default_build_func
+from autosched.measure.repeats import MAX_SAMPLES_PER_REPEAT
 from autosched.measure.runner import LocalRunner, RunCutoff, _arguments
 from autosched.measure.workers import WorkerPool, pause_gc_until_replied
 from compiler import te
@@ -505,22 +506,46 @@ def test_the_worker_aggregates_calls_as_its_config_asks(task, builder, monkeypat
     br = builder.build(_inputs(task, FakeState(tile=2)))[0]
     seen = []
 
-    def spy(calls, number, repeat, mean=False):
-        seen.append((len(calls), number, repeat, mean))
-        return [1e-3] * repeat
+    def spy(groups, mean=False):
+        seen.append(([len(g) for g in groups], mean))
+        return [1e-3] * len(groups)
     monkeypatch.setattr(runner_mod, "repeat_costs", spy)
     for mean in (False, True):
         cfg = runner_mod.RunConfig(number=4, repeat=2, call_mean=mean)
         costs, err, msg = runner_mod._run_job(br.obj, br.metas, cfg, None, float("inf"))
         assert err == 0, msg
-    assert seen == [(8, 4, 2, False), (8, 4, 2, True)]
+    assert seen == [([4, 4], False), ([4, 4], True)]
+
+
+def test_a_repeat_lasts_min_repeat_ms_not_each_call(task, builder, monkeypatch):
+    """TVM's ``min_repeat_ms`` is the length of a repeat: with it, a repeat of a
+    microsecond kernel has many more than ``number`` figures and lasts the window
+    (before, each of the ``number`` calls was a loop lasting the whole window)."""
+    br = builder.build(_inputs(task, FakeState(tile=2)))[0]
+    seen = []
+
+    def spy(groups, mean=False):
+        seen.append(groups)
+        return [1e-3] * len(groups)
+    monkeypatch.setattr(runner_mod, "repeat_costs", spy)
+    cfg = runner_mod.RunConfig(number=3, repeat=2, min_repeat_ms=20)
+    t0 = time.perf_counter()
+    costs, err, msg = runner_mod._run_job(br.obj, br.metas, cfg, None, float("inf"))
+    assert err == 0, msg
+    assert time.perf_counter() - t0 >= 2 * 0.020          # two repeats of the window
+    (groups,) = seen
+    assert len(groups) == 2
+    for g in groups:
+        # a 32x32 matmul takes microseconds: many figures, each of one call or a short
+        # loop of them, none a loop of the whole 20 ms
+        assert 3 < len(g) <= MAX_SAMPLES_PER_REPEAT and max(g) < 0.005
 
 
 def test_a_repeat_costs_the_median_of_its_calls():
     # one call that waited a time slice (9.0) does not decide the cost
-    assert runner_mod.repeat_costs([1.0, 1.1, 9.0, 2.0, 2.2, 2.1], 3, 2) == [1.1, 2.1]
-    assert runner_mod.repeat_costs([4.0], 1, 1) == [4.0]
+    assert runner_mod.repeat_costs([[1.0, 1.1, 9.0], [2.0, 2.2, 2.1]]) == [1.1, 2.1]
+    assert runner_mod.repeat_costs([[4.0]]) == [4.0]
     # call_mean: what the calls deliver together, their slow ones included
-    assert runner_mod.repeat_costs([1.0, 1.1, 9.0, 2.0, 2.2, 2.1], 3, 2, mean=True) == \
+    assert runner_mod.repeat_costs([[1.0, 1.1, 9.0], [2.0, 2.2, 2.1]], mean=True) == \
         pytest.approx([11.1 / 3, 2.1])
 

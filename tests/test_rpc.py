@@ -15,9 +15,11 @@ import pytest
 from planted_kernels import CRASH_BODY, HANG_BODY, hand_kernel, slow_body
 
 import autosched as auto
+import autosched.measure.rpc as rpc_runner_mod
 import compiler
 from autosched import catalog, cli  # noqa: F401  (catalog registers the workloads)
 from autosched.measure import BuildResult, MeasureErrorNo, MeasureInput, RPCRunner
+from autosched.measure.repeats import MAX_SAMPLES_PER_REPEAT
 from autosched.task_inputs import register_task_input_buffer
 from compiler import relay, rpc, te
 from compiler.contrib import graph_executor
@@ -269,6 +271,31 @@ def test_rpc_runner_times_slow_kernels_once_and_cuts_hopeless_ones(cluster):
         fast, cut = runner.run(inputs, [_built(_real_matmul()), slow])
     assert fast.error_no == 0
     assert cut.error_no == MeasureErrorNo.RUN_TIMEOUT and "slower than 10x" in cut.error_msg
+
+
+def test_rpc_runner_repeats_last_min_repeat_ms_each(cluster, monkeypatch):
+    """TVM's RPCRunner default, min_repeat_ms=100, is the length of a repeat: each of
+    the two repeats of a microsecond matmul lasts the window, its figures topped up on
+    the server (not ``number`` calls of a whole window each)."""
+    tracker, _server, _ts = cluster
+    seen = []
+    real = rpc_runner_mod.repeat_costs
+
+    def spy(groups, mean=False):
+        seen.append(groups)
+        return real(groups, mean)
+    monkeypatch.setattr(rpc_runner_mod, "repeat_costs", spy)
+    built = _built(_real_matmul())
+    with RPCRunner(KEY, "127.0.0.1", tracker.port, number=3, repeat=2,
+                   min_repeat_ms=15) as runner:
+        t0 = time.perf_counter()
+        res = runner.run([MeasureInput(_Task(), None)], [built])[0]
+        assert time.perf_counter() - t0 >= 2 * 0.015
+    assert res.error_no == 0, res.error_msg
+    (groups,) = seen
+    assert len(groups) == 2 and len(res.costs) == 2
+    for g in groups:
+        assert 3 < len(g) <= MAX_SAMPLES_PER_REPEAT and max(g) < 0.005
 
 
 def test_a_server_that_cannot_start_says_why():

@@ -37,6 +37,7 @@ from compiler.runtime import empty_aligned, normalize_funcs_meta
 from ..checks import check_number
 from ..task_inputs import arrays_for
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
+from .repeats import repeat_costs, timed_repeats
 from .runner import (
     RunConfig,
     RunCutoff,
@@ -45,7 +46,6 @@ from .runner import (
     _check_outputs,
     _random_array,
     default_reference_func,
-    repeat_costs,
     run_limits,
 )
 from .workers import check_seconds
@@ -97,6 +97,15 @@ class _Slot:
         if self.session is not None:
             self.session.close()
         self.session, self.args_key, self.args = None, None, []
+
+
+def _more_calls(mod, args, cfg: RunConfig, k: int, calls: int, timeout) -> list:
+    """``k`` more figures of ``mod`` on its server, each the seconds per call of a loop
+    of ``calls`` calls (no warm-up: the candidate's first call was one)."""
+    timer = mod.time_evaluator(mod.entry_name, number=calls, repeat=k, warmup=False,
+                               enable_cpu_cache_flush=cfg.enable_cpu_cache_flush,
+                               timeout=timeout)
+    return list(timer(*args).results)
 
 
 class RPCRunner(ProgramRunner):
@@ -242,10 +251,9 @@ class RPCRunner(ProgramRunner):
         if isinstance(got, tuple):
             return self._failure(slot, got + (limits[1], limits[2], best),
                                  br.time_cost + time.perf_counter() - t0)
-        n = self.config.number * self.config.repeat
-        costs = got if len(got) < n else repeat_costs(got, self.config.number,
-                                                      self.config.repeat,
-                                                      self.config.call_mean)
+        # a list of repeats (lists of calls), or a single shot's one figure
+        costs = repeat_costs(got, self.config.call_mean) \
+            if got and isinstance(got[0], list) else got
         mean = sum(costs) / len(costs)
         with self._lock:
             cur = self._best.get(task_key)
@@ -267,13 +275,17 @@ class RPCRunner(ProgramRunner):
             cfg = self.config
             timer = mod.time_evaluator(mod.entry_name, number=1,
                                        repeat=cfg.number * cfg.repeat,
-                                       min_repeat_ms=cfg.min_repeat_ms,
                                        enable_cpu_cache_flush=cfg.enable_cpu_cache_flush,
                                        timeout=timeout, single_shot=single_shot)
             if reference is not None:
                 _zero_outputs(session, metas[0], args)
             t_run = time.perf_counter()
             calls = list(timer(*args).results)
+            if len(calls) >= cfg.number * cfg.repeat:
+                # not a single shot: the repeats, topped up to min_repeat_ms on the
+                # server (repeats.py)
+                calls = timed_repeats(calls, cfg.number, 1, cfg.repeat, cfg.min_repeat_ms,
+                                      lambda k, m: _more_calls(mod, args, cfg, k, m, timeout))
             session.free(mod.handle)
             if reference is not None:
                 _check_outputs(metas[0], _outputs(metas[0], args), reference, cfg)

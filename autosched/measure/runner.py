@@ -19,8 +19,10 @@ Invariants:
   through with their own code and message; failed results cost ``[FAILURE_COST]``;
 - inputs depend only on (seed, parameter index, shape, dtype): every candidate and the
   reference see the same numbers; ``all_cost`` = build time + run wall time;
-- a cost (one per repeat) is the median of ``number`` individually timed calls (TVM: the
-  mean of one loop of ``number`` calls): on a shared 2-core machine a call now and then
+- a cost (one per repeat) is the median of the repeat's individually timed calls, at
+  least ``number`` and with ``min_repeat_ms`` enough to last that long (``repeats.py``,
+  which also says when a figure is a short loop of calls; TVM: the mean of one loop of
+  calls): on a shared 2-core machine a call now and then
   waits a whole time slice for its second thread (a 1.5 ms conv measured 5-8 ms), and a
   mean lets that one call rank a good candidate below worse ones;
 - the first candidate after the worker sat idle (``_WARM_AFTER_IDLE_S``: the builders
@@ -36,7 +38,6 @@ import collections
 import contextlib
 import dataclasses
 import shutil
-import statistics
 import tempfile
 import time
 import traceback
@@ -53,6 +54,7 @@ from ..errors import AutoSchedError
 from ..layout_rewrite import LayoutRewriteOption
 from ..task_inputs import files_for, load_into
 from .measurer import CUTOFF_MARK, BuildResult, MeasureErrorNo, MeasureResult, ProgramRunner
+from .repeats import plan_samples, repeat_costs, timed_repeats
 from .workers import DEFAULT_STARTUP_TIMEOUT, WorkerPool, check_seconds
 
 _ARRAY_ALIGN = 64
@@ -238,13 +240,17 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float, 
         first = time.perf_counter() - t0
         if first >= single_shot and ref_key is None:
             return [first], int(MeasureErrorNo.NO_ERROR), ""
-        # each call timed on its own (a repeat is the median of ``number`` calls), so one
-        # call whose parallel region lost a core for a time slice does not decide the rank
-        timer = mod.time_evaluator(number=1, repeat=config.number * config.repeat,
-                                   min_repeat_ms=config.min_repeat_ms,
-                                   enable_cpu_cache_flush=config.enable_cpu_cache_flush,
-                                   warmup=False)   # the first call above was the warm-up
-        calls = list(timer(*arrays).results)
+        # each call timed on its own (a repeat is the median of its calls), so one call
+        # whose parallel region lost a core for a time slice does not decide the rank;
+        # the first call above was the warm-up, and it sizes the repeats (repeats.py)
+        per, m = plan_samples(config.number, config.min_repeat_ms, first)
+
+        def time_samples(k: int, calls: int) -> list:
+            timer = mod.time_evaluator(number=calls, repeat=k, warmup=False,
+                                       enable_cpu_cache_flush=config.enable_cpu_cache_flush)
+            return list(timer(*arrays).results)
+        groups = timed_repeats(time_samples(per * config.repeat, m), per, m, config.repeat,
+                               config.min_repeat_ms, time_samples)
         if ref_key is not None:
             _check_outputs(func.meta, arrays, _REFERENCES.get(ref_key), config)
     except WrongAnswerError as e:
@@ -252,15 +258,7 @@ def _run_job(obj: bytes, metas, config: RunConfig, ref_key, single_shot: float, 
     except Exception as e:
         return [], int(MeasureErrorNo.RUNTIME_DEVICE), \
             f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-    return repeat_costs(calls, config.number, config.repeat, config.call_mean), \
-        int(MeasureErrorNo.NO_ERROR), ""
-
-
-def repeat_costs(calls, number: int, repeat: int, mean: bool = False) -> list:
-    """One cost per repeat: the median (``mean``: the mean) of its ``number``
-    individually timed calls."""
-    agg = statistics.fmean if mean else statistics.median
-    return [float(agg(calls[r * number:(r + 1) * number])) for r in range(repeat)]
+    return repeat_costs(groups, config.call_mean), int(MeasureErrorNo.NO_ERROR), ""
 
 
 def run_limits(cfg: RunConfig, cutoff, timeout: float, best):
@@ -274,8 +272,9 @@ def run_limits(cfg: RunConfig, cutoff, timeout: float, best):
     if best is None or cutoff is None:
         return cfg.slow_call_seconds, timeout, False
     single_shot = min(cfg.slow_call_seconds, cutoff.single_shot_seconds(best))
+    # a repeat tops up to min_repeat_ms and overshoots it by less than one more window
     full = single_shot * (1 + cfg.number * cfg.repeat) \
-        + cfg.number * cfg.repeat * 2 * cfg.min_repeat_ms / 1000
+        + cfg.repeat * 2 * cfg.min_repeat_ms / 1000
     limit = _JOB_MARGIN_SECONDS + max(cutoff.kill_seconds(best), full) \
         + cfg.cooldown_interval
     if limit >= timeout:
