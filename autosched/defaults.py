@@ -29,6 +29,7 @@ from collections.abc import Callable
 import compiler
 
 from .errors import WorkloadError
+from .measure import background
 from .measure.measurer import BuildResult, MeasureErrorNo, MeasureInput
 from .workload import decode_workload_key
 
@@ -119,6 +120,7 @@ def measure_default_costs(tasks, runner, repeats: int = 3) -> list:
         return costs
     inputs = [MeasureInput(tasks[k], tasks[k].compute_dag.init_state()) for k in todo]
     builds = [_build_default(tasks[k]) for k in todo]
+    background.settle()         # an import started with the tuning call never competes
     for _ in range(max(1, repeats)):
         for k, res in zip(todo, runner.run(inputs, builds, verbose=0)):
             if res.is_valid:

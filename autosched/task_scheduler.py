@@ -56,6 +56,7 @@ from .checks import check_fields, check_number
 from .cost_model.base import RandomModel
 from .cost_model.xgb_model import PRIOR_BUILTIN, XGBModel
 from .defaults import measure_default_costs
+from .measure import background
 from .measure.dask import ClusterError
 from .measure.measurer import ProgramMeasurer, RecordToFile, TuningStopped
 from .search.gc_pause import tuning_scope
@@ -67,7 +68,14 @@ from .task_scheduler_callbacks import (
     PrintTableInfo,
     TaskSchedulerCallback,
 )
-from .tuning import TuningOptions, _close, preload, retime_or_warn, upcoming_imports
+from .tuning import (
+    TuningOptions,
+    _close,
+    first_round_imports,
+    preload,
+    retime_or_warn,
+    upcoming_imports,
+)
 
 __all__ = ["TaskScheduler", "TaskSchedulerCallback", "PrintTableInfo", "LogEstimatedLatency",
            "GradientParams", "derive_similarity_tag"]
@@ -267,6 +275,8 @@ class TaskScheduler:
             self._restore_status(self.load_log_file, self.num_measures_per_round)
         elif not self.load_log_file:
             self._hint_existing_log(tune_option)
+        # restored from a log, the shared model trains in the first round
+        background.start(first_round_imports(self.search_policies))
         builder, runner = tune_option.make_builder(), tune_option.make_runner()
         self.ct = self.best_ct = 0
         self.tic = time.time()

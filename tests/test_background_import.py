@@ -11,8 +11,11 @@ import pytest
 from autosched_helpers import SMALL_SEARCH, Fine
 
 import autosched as auto
+from autosched import catalog  # noqa: F401  (registers the built-in workloads)
 from autosched.cost_model.base import CostModel
+from autosched.cost_model.xgb_model import XGBModel
 from autosched.measure import background
+from autosched.tuning import first_round_imports
 
 SLOW = """
 import threading, time
@@ -136,3 +139,40 @@ def test_the_task_scheduler_imports_what_later_rounds_need(slow_module):
     ts.tune(auto.TuningOptions(num_measure_trials=16, num_measures_per_round=4, verbose=0,
                                builder=fine, runner=fine), search_policy=policies)
     assert sys.modules[name].STARTED_IN == "autosched-import"
+
+
+class _TrainsAtOnce(_NeedsProbe):
+    """A cost model that trains in its first round (as one holding a preloaded log):
+    its first snapshot needs the probe module."""
+
+    def snapshot_modules(self):
+        return (self.name,)
+
+
+def test_first_round_imports_ask_the_models_snapshot():
+    task = auto.SearchTask(func="steps_test_matmul", args=(16, 16, 16))
+    fresh = auto.SketchPolicy(task, _NeedsProbe("x"), params=SMALL_SEARCH, seed=0, verbose=0)
+    resumed = auto.SketchPolicy(task, _TrainsAtOnce("y"), params=SMALL_SEARCH, seed=0,
+                                verbose=0)
+    assert first_round_imports([fresh]) == ()
+    assert first_round_imports([resumed, resumed]) == ("y",)
+    assert first_round_imports([object()]) == ()
+    # a fresh XGBModel scores with its prior (numpy) in the first round
+    model = XGBModel(seed=0)
+    assert model.snapshot_modules() == ()
+
+
+def test_a_resumed_tune_imports_with_the_call_and_settles_before_the_default_runs(
+        slow_module):
+    """One round (no later round to import for), and the model trains in it: the import
+    starts with the call, during the default schedule's build, and is whole before the
+    default schedule is timed."""
+    name = slow_module(delay=0.3)
+    task = auto.SearchTask(func="matmul", args=(16, 16, 16))     # has a default schedule
+    policy = auto.SketchPolicy(task, _TrainsAtOnce(name), params=SMALL_SEARCH, seed=0,
+                               verbose=0)
+    fake = _Recorder(name)
+    task.tune(auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4,
+                                 verbose=0, builder=fake, runner=fake), policy)
+    assert sys.modules[name].STARTED_IN == "autosched-import"
+    assert fake.runs and all(fake.runs)          # the default's runs and the round's
