@@ -11,7 +11,10 @@ import pytest
 from autosched_helpers import SMALL_SEARCH, Fine
 
 import autosched as auto
-from autosched import catalog  # noqa: F401  (registers the built-in workloads)
+from autosched import (
+    catalog,  # noqa: F401  (registers the built-in workloads)
+    tuning,
+)
 from autosched.cost_model.base import CostModel
 from autosched.cost_model.xgb_model import XGBModel
 from autosched.measure import background
@@ -163,7 +166,7 @@ def test_first_round_imports_ask_the_models_snapshot():
 
 
 def test_a_resumed_tune_imports_with_the_call_and_settles_before_the_default_runs(
-        slow_module):
+        slow_module, monkeypatch):
     """One round (no later round to import for), and the model trains in it: the import
     starts with the call, during the default schedule's build, and is whole before the
     default schedule is timed."""
@@ -172,7 +175,32 @@ def test_a_resumed_tune_imports_with_the_call_and_settles_before_the_default_run
     policy = auto.SketchPolicy(task, _TrainsAtOnce(name), params=SMALL_SEARCH, seed=0,
                                verbose=0)
     fake = _Recorder(name)
-    task.tune(auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4,
-                                 verbose=0, builder=fake, runner=fake), policy)
+    spent = []
+    real = tuning.measure_default_costs
+
+    def timed(*args, **kw):
+        t0 = time.perf_counter()
+        try:
+            return real(*args, **kw)
+        finally:
+            spent.append(time.perf_counter() - t0)
+    monkeypatch.setattr(tuning, "measure_default_costs", timed)
+    w0 = background.waited()
+    stats = task.tune(auto.TuningOptions(num_measure_trials=4, num_measures_per_round=4,
+                                         verbose=0, builder=fake, runner=fake), policy)
     assert sys.modules[name].STARTED_IN == "autosched-import"
     assert fake.runs and all(fake.runs)          # the default's runs and the round's
+    # the wait for the import is the search's time, not the default's measurement
+    wait = background.waited() - w0
+    assert wait > 0
+    assert stats.default_seconds == pytest.approx(spent[0] - wait, abs=0.01)
+
+
+def test_settle_counts_its_waits(slow_module):
+    name = slow_module(delay=0.2)
+    w0 = background.waited()
+    background.settle()                          # nothing runs: no wait
+    assert background.waited() == w0
+    background.start((name,))
+    background.settle()
+    assert 0.1 < background.waited() - w0 < 5

@@ -21,10 +21,12 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+import time
 
-__all__ = ["settle", "start"]
+__all__ = ["settle", "start", "waited"]
 
 _THREAD: list = []      # [the running import thread]
+_WAITED = [0.0]         # seconds settle() has waited, in all
 
 
 def start(modules) -> bool:
@@ -41,10 +43,21 @@ def start(modules) -> bool:
 
 
 def settle() -> None:
-    """Wait for the background import, if one runs."""
+    """Wait for the background import, if one runs (``waited`` sums the waits)."""
+    if not _THREAD:
+        return
+    t0 = time.perf_counter()
     while _THREAD:
         _THREAD[0].join()
         _THREAD.pop()
+    _WAITED[0] += time.perf_counter() - t0
+
+
+def waited() -> float:
+    """Seconds ``settle`` has waited for imports in this process, in all: a caller
+    that times a phase ending in ``settle`` subtracts what this adds meanwhile, so the
+    wait counts as the search's (which needs the import), not the phase's."""
+    return _WAITED[0]
 
 
 def _import_all(names) -> None:
