@@ -85,6 +85,12 @@ class StageState:
         return self.op.name
 
 
+# struct_memo entries that depend on the values of auto-unroll pragmas (the printout
+# shows them); every other entry must not (``State.struct_memo``)
+PRAGMA_DEPENDENT = frozenset({"print_template", "template_slots", "sample_tails",
+                              "unrolled_structs"})
+
+
 class State:
     """Stages + attach map + the transform steps that produced them."""
     __slots__ = ("stages", "attach_map", "transform_steps", "dag", "concrete", "_str",
@@ -140,7 +146,9 @@ class State:
         depend on nothing else (print template, scope check, body infos, split
         candidates, the places a compute-at step may move to).  States of
         the same structure may share one (``search.retile`` gives a re-tiled state its
-        parent's); a step makes a new one."""
+        parent's); a step makes a new one.  Only the entries named in
+        ``PRAGMA_DEPENDENT`` may depend on the auto-unroll pragmas' values: a state
+        whose one pragma value changed gets the others (``retile.reunrolled``)."""
         memo = self._struct
         if memo is None:
             memo = self._struct = {}

@@ -26,7 +26,7 @@ from autosched.loop_state import LoopState
 from autosched.search import init_rules, mutation_rules
 from autosched.search.init_rules import location_candidates
 from autosched.search.mutation_rules import mutate_compute_location, mutate_tile_size, replay
-from autosched.search.retile import retiled
+from autosched.search.retile import retiled, reunrolled
 from autosched.steps import registry as ST
 from autosched.steps.compute import scope_violation
 from autosched.steps.registry import apply_step
@@ -310,3 +310,70 @@ def test_remirror_plan_marks_stages_split_before_a_dataflow_step():
     assert 2 not in plan[0] or 3 not in plan[0]
     assert all(sid in plan[3] for sid in plan[0])
     assert plan[4] == tuple(state.transform_steps)
+
+
+def _unroll_children(name, n_states=40, seed=0):
+    """(parent, k, value, child) of auto-unroll mutations that keep a pragma (value > 0)
+    of sampled and re-tiled states."""
+    pairs = _tile_children(name, n_states=n_states, generations=1, seed=seed)
+    states = [p for p, _ in pairs] + [c for _, c in pairs]
+    out = []
+    for st in states:
+        for k, step in enumerate(st.transform_steps):
+            if isinstance(step, ST.PragmaStep):
+                cur = int(step.pragma_type.partition("$")[2])
+                for v in init_rules.AUTO_UNROLL_CONFIGS:
+                    if v and v != cur:
+                        out.append((st, k, v, reunrolled(st, k, v)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
+                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
+def test_reunrolled_children_equal_their_replay(name):
+    made = _unroll_children(name)
+    assert len(made) > 50
+    built = 0
+    for parent, k, v, child in made:
+        steps = list(parent.transform_steps)
+        steps[k] = ST.PragmaStep(steps[k].stage_id, steps[k].iter_id,
+                                 f"auto_unroll_max_step${v}")
+        if child is None:
+            continue
+        built += 1
+        assert child.transform_steps == steps
+        str(parent)                     # the parent's printout extents were filled
+        _assert_replays_to_itself(child)
+        assert _nest_plan(child) == _nest_plan(parent)
+        assert child.print_template() != parent.print_template()
+    assert built > 0.9 * len(made), (built, len(made))
+
+
+def test_reunrolled_declines_what_it_cannot_build_exactly():
+    made = _unroll_children("matmul", n_states=10)
+    parent, k, v, child = made[0]
+    assert child is not None
+    assert reunrolled(parent, k, 0) is None              # removing shifts the steps
+    split = next(i for i, s in enumerate(parent.transform_steps)
+                 if isinstance(s, ST.SplitStep))
+    assert reunrolled(parent, split, v) is None          # not a pragma step
+
+
+def test_reunrolled_children_of_one_change_share_a_struct_memo():
+    made = [m for m in _unroll_children("conv2d_nchw", n_states=20) if m[3] is not None]
+    by_change: dict = {}
+    for parent, k, v, child in made:
+        by_change.setdefault((id(parent.struct_memo()), k, v), []).append(child)
+    shared = [kids for kids in by_change.values() if len(kids) > 1]
+    assert shared
+    for kids in shared:
+        assert all(c.struct_memo() is kids[0].struct_memo() for c in kids)
+    # what the parent's structure had derived before, the child has at once; the
+    # printout's template it derives anew (its pragma line differs)
+    parent, k, v, _ = made[0]
+    parent = replay(parent.dag, parent.transform_steps)      # a structure of its own
+    plan, template = _nest_plan(parent), parent.print_template()
+    child = reunrolled(parent, k, v)
+    assert _nest_plan(child) is plan
+    assert "print_template" not in child.struct_memo()
+    assert child.print_template() != template

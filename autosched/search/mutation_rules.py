@@ -22,7 +22,7 @@ from .init_rules import (
     divisors,
     location_candidates,
 )
-from .retile import retiled
+from .retile import retiled, reunrolled
 
 # steps that add stages: a later one would need its stage numbers rewritten
 _ADDS_STAGES = (ST.CacheReadStep, ST.CacheWriteStep, ST.RfactorStep)
@@ -90,6 +90,9 @@ def mutate_auto_unroll(state, rng):
     if v == 0:
         del steps[k]
     else:
+        child = reunrolled(state, k, v)
+        if child is not None:
+            return child
         steps[k] = ST.PragmaStep(pr.stage_id, pr.iter_id, f"auto_unroll_max_step${v}")
     return replay(state.dag, steps)
 

@@ -11,6 +11,12 @@ at half the cost of a replay (only the stages the changed splits act on are mirr
 again: ``remirror_leaves``), and the printout (from the print template) and what the
 structure alone decides from the known State's ``struct_memo``, which the two share.
 
+``reunrolled`` does the same for the auto-unroll mutation (4% of mutations), whose
+step list differs from the known State's only in one auto-unroll pragma's value: the
+loops, extents and structure are the known State's, only one stage's
+``auto_unroll_max_step`` and the printout's pragma line change.  Replaying the steps
+for it, and deriving the new structure's memos again, cost several re-tilings each.
+
 Invariants: exact where the loop model agrees with the known State's iterators
 (``leaves_agree``); the split steps' extent checks (``SplitStep``) are made on the
 mirrored leaves, so a step list whose replay would raise is declined, never built;
@@ -27,8 +33,9 @@ from ..features.nest import (
     leaves_of,
     remirror_leaves,
 )
+from ..steps.loop import PragmaStep
 
-__all__ = ["may_retile", "retiled"]
+__all__ = ["may_retile", "retiled", "reunrolled"]
 
 
 def may_retile(state, k: int) -> bool:
@@ -93,3 +100,53 @@ def retiled(state, k: int, steps: list):
     if fill is not None:
         child._fill = tuple(fill)
     return child
+
+
+UNROLL_PRAGMA = "auto_unroll_max_step$"
+
+
+def reunrolled(state, k: int, value: int):
+    """The State that ``state``'s steps replay to with step ``k`` -- an auto-unroll
+    ``PragmaStep`` after every dataflow step -- set to ``value`` (> 0), built from
+    ``state``; None when that is not exact (a removed pragma would shift the later
+    steps' indices, which struct memos hold; before a dataflow step, its stage number
+    would move) -- the caller replays."""
+    steps = state.transform_steps
+    pr = steps[k]
+    if value <= 0 or not state.concrete or type(pr) is not PragmaStep or \
+            not pr.pragma_type.startswith(UNROLL_PRAGMA) or \
+            k <= last_dataflow_step(state) or not leaves_agree(state):
+        return None
+    new = PragmaStep(pr.stage_id, pr.iter_id, f"{UNROLL_PRAGMA}{value}")
+    new_steps = list(steps)
+    new_steps[k] = new
+    # the stage keeps the value of its last pragma step
+    final = value
+    for later in new_steps[k + 1:]:
+        if type(later) is PragmaStep and later.stage_id == pr.stage_id:
+            final = later._value()
+    stages = list(state.stages)
+    st = stages[pr.stage_id]
+    if st.auto_unroll_max_step != final:
+        stages[pr.stage_id] = S.replace(st, auto_unroll_max_step=final)
+    child = S.State(state.dag, stages, state.attach_map, new_steps, True,
+                    state.dataflow_key)
+    child._struct = _unrolled_struct(state.struct_memo(), k, value)
+    child._leaves = [leaves_of(state), True]     # the same loops and extents
+    # the printout's extents fill the same slots: only the pragma line's text differs
+    child._fill = state._fill
+    return child
+
+
+def _unrolled_struct(memo: dict, k: int, value: int) -> dict:
+    """The struct memo of ``memo``'s structure with pragma step ``k`` set to ``value``:
+    ``memo``'s entries but those that print pragma values (``S.PRAGMA_DEPENDENT``),
+    one per (k, value), kept in ``memo`` so the children share it."""
+    made = memo.get("unrolled_structs")
+    if made is None:
+        made = memo["unrolled_structs"] = {}
+    got = made.get((k, value))
+    if got is None:
+        got = made[(k, value)] = {key: v for key, v in memo.items()
+                                  if key not in S.PRAGMA_DEPENDENT}
+    return got
