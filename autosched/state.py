@@ -86,9 +86,10 @@ class StageState:
 
 
 # struct_memo entries that depend on the values of auto-unroll pragmas (the printout
-# shows them); every other entry must not (``State.struct_memo``)
+# shows them, and the structures derived from this one keep them); every other entry
+# must not (``State.struct_memo``)
 PRAGMA_DEPENDENT = frozenset({"print_template", "template_slots", "sample_tails",
-                              "unrolled_structs"})
+                              "unrolled_structs", "replayed_structs"})
 
 
 class State:

@@ -377,3 +377,30 @@ def test_reunrolled_children_of_one_change_share_a_struct_memo():
     assert _nest_plan(child) is plan
     assert "print_template" not in child.struct_memo()
     assert child.print_template() != template
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "depthwise_conv2d",
+                                  "conv2d_nhwc", "softmax"])
+def test_replayed_children_of_one_change_share_a_struct_memo(name):
+    """Compute-location, parallel and pragma-removing mutations replay; the children one
+    such change makes from states of one structure share one struct memo, and what it
+    answers for each is what the child's own replay computes."""
+    pairs = _tile_children(name, n_states=30, generations=1)
+    states = [st for pair in pairs for st in pair]
+    rng = random.Random(2)
+    made: dict = {}
+    for st in states:
+        for rule in (mutate_compute_location, mutation_rules.mutate_parallel,
+                     mutation_rules.mutate_auto_unroll):
+            child = rule(st, rng)
+            if child is None or child._struct is st._struct:
+                continue
+            changed = [(i, s) for i, s in enumerate(child.transform_steps)
+                       if i >= len(st.transform_steps) or s is not st.transform_steps[i]]
+            made.setdefault(id(child.struct_memo()), []).append(child)
+            assert changed or len(child.transform_steps) != len(st.transform_steps)
+    groups = [kids for kids in made.values() if len(kids) > 1]
+    assert groups, "no change was made twice from one structure"
+    for kids in groups:
+        for child in kids[:4]:
+            _assert_replays_to_itself(child)

@@ -38,6 +38,30 @@ def replay(dag, steps):
     return state
 
 
+def replay_sharing(state, change, steps):
+    """``replay(state.dag, steps)`` for a mutation ``change`` of ``state`` (a hashable
+    description of it), giving every child that the same change makes from
+    ``state``'s structure one struct memo (``State.struct_memo``).
+
+    Why: a child's structure is its parent's with the change applied, so children of
+    one change share it; a replayed child started a structure of its own, whose
+    printout walk, loop model plan and step analyses were derived again for it and
+    for each of its re-tiled descendants' first uses (a compute-location or parallel
+    mutation is one in seventeen)."""
+    child = replay(state.dag, steps)
+    if child is None:
+        return None
+    made = state.struct_memo().get("replayed_structs")
+    if made is None:
+        made = state.struct_memo()["replayed_structs"] = {}
+    shared = made.get(change)
+    if shared is None:
+        made[change] = child.struct_memo()
+    else:
+        child._struct = shared
+    return child
+
+
 def mutate_tile_size(state, rng):
     """Move a factor d from one level of a split to another level."""
     memo = state.struct_memo()      # the structure decides the candidates
@@ -94,7 +118,7 @@ def mutate_auto_unroll(state, rng):
         if child is not None:
             return child
         steps[k] = ST.PragmaStep(pr.stage_id, pr.iter_id, f"auto_unroll_max_step${v}")
-    return replay(state.dag, steps)
+    return replay_sharing(state, ("unroll", k, v), steps)
 
 
 def mutate_compute_location(state, rng):
@@ -110,8 +134,9 @@ def mutate_compute_location(state, rng):
     if not locs:
         return None
     steps = list(state.transform_steps)
-    steps[k] = ST.ComputeAtStep(ca.stage_id, *rng.choice(locs))
-    return replay(state.dag, steps)
+    loc = rng.choice(locs)
+    steps[k] = ST.ComputeAtStep(ca.stage_id, *loc)
+    return replay_sharing(state, ("compute_at", k, loc), steps)
 
 
 def _places_before(state, k: int):
@@ -163,7 +188,7 @@ def mutate_parallel(state, rng, num_cores: int = 0):
             if step is None:
                 return None
         new.append(step)
-    return replay(state.dag, new)
+    return replay_sharing(state, ("parallel", k, last), new)
 
 
 def _is_fused_parallel(steps, k: int) -> bool:
