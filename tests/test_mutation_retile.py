@@ -31,6 +31,10 @@ from autosched.steps import registry as ST
 from autosched.steps.compute import scope_violation
 from autosched.steps.registry import apply_step
 
+# the workload families the fast paths are compared with replay on
+FAMILIES = ["matmul", "conv2d_nchw", "dense_bias_relu", "depthwise_conv2d", "softmax",
+            "conv2d_nhwc"]
+
 
 def _task(name):
     spec = catalog.BUILTIN.get(name)
@@ -60,8 +64,7 @@ def _fast(child) -> bool:
     return child._leaves is not None and child._leaves[1] is True
 
 
-@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
-                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
+@pytest.mark.parametrize("name", FAMILIES)
 def test_retiled_children_equal_their_replay(name):
     pairs = _tile_children(name)
     assert len(pairs) > 50
@@ -121,8 +124,7 @@ def _structure_facts(st) -> tuple:
     return scope_violation(st), _nest_plan(st), splits
 
 
-@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
-                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
+@pytest.mark.parametrize("name", FAMILIES)
 def test_sampled_tile_sizes_equal_their_replay(name, monkeypatch):
     sketches = auto.SketchPolicy(_task(name), seed=0, verbose=0).generate_sketches()
     taken = []
@@ -328,8 +330,7 @@ def _unroll_children(name, n_states=40, seed=0):
     return out
 
 
-@pytest.mark.parametrize("name", ["matmul", "conv2d_nchw", "dense_bias_relu",
-                                  "depthwise_conv2d", "softmax", "conv2d_nhwc"])
+@pytest.mark.parametrize("name", FAMILIES)
 def test_reunrolled_children_equal_their_replay(name):
     made = _unroll_children(name)
     assert len(made) > 50
