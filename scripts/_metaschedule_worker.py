@@ -19,6 +19,8 @@ With ``--export PATH`` the timed kernel is also written as a shared library (its
 parameters' shapes and dtypes beside it, ``PATH.json``), and ``--time-kernel PATH`` only
 loads such a kernel in a fresh interpreter and times it (no tuning): the driver alternates
 those timings with its own kernel's, in fresh processes of both sides (``side_by_side``).
+With ``--serve`` as well, the process stays: it answers each line read from stdin with one
+timing (a JSON line), until stdin closes (``serve``; the driver's paired timings).
 
 Weights are layout-free on both sides: ``topi.nn.dense`` marks its weight so, and the conv2d
 filter is marked the same way here, as our tasks rewrite both.  MetaSchedule's builder
@@ -53,6 +55,8 @@ def parse_args(argv):
                         "parameters)")
     p.add_argument("--time-kernel", default=None, metavar="PATH",
                    help="only time a kernel written with --export (no tuning)")
+    p.add_argument("--serve", action="store_true",
+                   help="with --time-kernel: one timing per stdin line, until EOF")
     p.add_argument("--num-cores", type=int, default=2)
     p.add_argument("--per-iter", type=int, default=64, help="num_trials_per_iter")
     p.add_argument("--seed", type=int, default=0)
@@ -167,8 +171,39 @@ def _time(ns, mod, dev, targs) -> dict:
             "repeats_ms": [r * 1e3 for r in res.results]}
 
 
+def serve(prepare, stdin=None, stdout=None) -> int:
+    """Serve mode of a timing process, shared with the driver's ``--time-ours --serve``:
+    ``prepare()`` loads the kernel and returns a function timing it once (a dict with
+    ``best_ms``).  The first JSON line says ``{"ready": true}`` or carries the error
+    (status 1); then every non-blank line read answers with one timing, until EOF.
+
+    Why: timings of the two sides a fraction of a second apart see the same machine; on
+    a shared host a slow spell lasts seconds, longer than a fresh process's timing."""
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    try:
+        time_once = prepare()
+    except Exception as err:  # noqa: BLE001 - reported to the driver as JSON
+        print(json.dumps({"error": f"{type(err).__name__}: {err}"}), file=stdout, flush=True)
+        return 1
+    print(json.dumps({"ready": True}), file=stdout, flush=True)
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            out = time_once()
+        except Exception as err:  # noqa: BLE001 - the driver decides
+            out = {"error": f"{type(err).__name__}: {err}"}
+        print(json.dumps(out), file=stdout, flush=True)
+    return 0
+
+
 def time_kernel(ns) -> dict:
     """Load a kernel written with ``--export`` and time it on random inputs."""
+    return load_kernel(ns)()
+
+
+def load_kernel(ns):
+    """A function timing the kernel written with ``--export`` on random inputs once."""
     import tvm
 
     dev = tvm.cpu(0)
@@ -178,7 +213,7 @@ def time_kernel(ns) -> dict:
     rng = np.random.default_rng(0)
     targs = [tvm.runtime.tensor(rng.uniform(-1, 1, shape).astype(dtype), dev)
              for shape, dtype in params]
-    return {"workload": ns.workload, **_time(ns, mod, dev, targs)}
+    return lambda: {"workload": ns.workload, **_time(ns, mod, dev, targs)}
 
 
 def run(ns) -> dict:
@@ -203,6 +238,8 @@ def main(argv=None) -> int:
     ns = parse_args(sys.argv[1:] if argv is None else argv)
     # TVM's thread pool takes half the hardware threads on x86 unless told (1 of 2 here)
     os.environ.setdefault("TVM_NUM_THREADS", str(ns.num_cores))
+    if ns.serve and ns.time_kernel:
+        return serve(lambda: load_kernel(ns))
     try:
         out, status = (time_kernel(ns) if ns.time_kernel else run(ns)), 0
     except Exception as err:  # noqa: BLE001 - reported to the driver as JSON

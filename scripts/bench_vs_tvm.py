@@ -24,10 +24,17 @@ normalized by each process's numpy probe and each side's tuning seconds.
 3. Side by side: the two tuned kernels are then timed again in ``--side-by-side`` rounds,
    each in a fresh process of its own side (MetaSchedule's loaded from the library its
    worker exported, ours rebuilt from the log), alternating which side goes first.  The
-   verdict reads the ratio of the two sides' medians over those rounds: the tuning
-   processes time their kernels minutes apart, and this machine's speed drifts by up to
-   a quarter between them, which the numpy probes (themselves noisy) correct only
-   roughly.  Writes JSON.
+   rounds give the ratio of the two sides' medians: the tuning processes time their
+   kernels minutes apart, and this machine's speed drifts by up to a quarter between
+   them, which the numpy probes (themselves noisy) correct only roughly.
+4. Paired: one long-lived timing process per side, asked in turn for ``--pairs`` pairs
+   of timings (``_paired_timing.py``).  The two figures of a pair are a fraction of a
+   second apart, while a slow spell of this shared host lasts seconds and can cover one
+   side's whole fresh-process round; the verdict reads the median of the per-pair
+   ratios (else the side-by-side ratio, else the tuning processes').
+
+``--reuse RESULTS`` times the kernels of an earlier run's JSON again (steps 3 and 4
+only), e.g. after a change to the timing.  Writes JSON.
 """
 from __future__ import annotations
 
@@ -65,6 +72,7 @@ def _load_script(path: pathlib.Path):
 # the worker module (numpy references, FLOPS, numpy probe), loaded without importing tvm
 shared = _load_script(WORKER)
 peak = _load_script(HERE / "bench_peak.py")
+pairing = _load_script(HERE / "_paired_timing.py")
 
 
 def parse_args(argv=None):
@@ -96,12 +104,21 @@ def parse_args(argv=None):
     p.add_argument("--side-by-side", type=int, default=5, metavar="ROUNDS",
                    help="rounds of timing both tuned kernels in fresh processes, "
                         "alternating (0: none)")
+    p.add_argument("--pairs", type=int, default=10,
+                   help="pairs of timings of both tuned kernels, each side in one "
+                        "long-lived process, alternating (0: none)")
+    p.add_argument("--reuse", default=None, metavar="RESULTS",
+                   help="time the kernels of an earlier run's JSON again (side by side "
+                        "and paired only; no tuning)")
     p.add_argument("--time-ours", default=None, metavar="LOG", help=argparse.SUPPRESS)
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
     if ns.trials < 1:
         p.error("--trials must be at least 1")
     if ns.side_by_side < 0:
         p.error("--side-by-side must be at least 0")
+    if ns.pairs < 0:
+        p.error("--pairs must be at least 0")
     return ns
 
 
@@ -192,6 +209,12 @@ def tune_ours(ns, name: str, log: str):
 
 def time_ours(ns, name: str, task, log: str) -> dict:
     """Rebuild the best record as it was measured, check it against numpy and time it."""
+    return prepare_ours(ns, name, task, log)()
+
+
+def prepare_ours(ns, name: str, task, log: str):
+    """Rebuild the best record as it was measured and check it against numpy; a function
+    timing it once (with the check's figures)."""
     from autosched.cli import _best_kernel
     from autosched.tuning import best_state
     from compiler.runtime import as_aligned
@@ -209,11 +232,16 @@ def time_ours(ns, name: str, task, log: str) -> dict:
     rel_err = float(np.abs(ins[-1] - expect).max() / np.abs(expect).max())
     if not rel_err < 1e-4:
         raise AssertionError(f"our best schedule is wrong: rel. error {rel_err:.3g}")
-    res = mod.time_evaluator(number=ns.number, repeat=ns.repeat,
-                             min_repeat_ms=ns.min_repeat_ms)(*ins)
-    return {"best_ms": res.median * 1e3, "rel_err": rel_err,
-            "repeats_ms": [r * 1e3 for r in res.results],
-            "layout_transforms": len(task.compute_dag.layout_transforms(state))}
+    timer = mod.time_evaluator(number=ns.number, repeat=ns.repeat,
+                               min_repeat_ms=ns.min_repeat_ms)
+    facts = {"rel_err": rel_err,
+             "layout_transforms": len(task.compute_dag.layout_transforms(state))}
+
+    def time_once() -> dict:
+        res = timer(*ins)
+        return {"best_ms": res.median * 1e3, "repeats_ms": [r * 1e3 for r in res.results],
+                **facts}
+    return time_once
 
 
 def run_ours(ns, name: str, work_dir: str) -> dict:
@@ -278,7 +306,7 @@ def side_by_side(ns, name: str, ms: dict, ours: dict) -> dict:
         return {}
     print(f"[{name}] side by side: {ns.side_by_side} rounds of both kernels in fresh "
           "processes", flush=True)
-    env = dict(os.environ, TVM_NUM_THREADS=str(ns.num_cores))
+    env = _timing_env(ns)
     figures: dict = {"metaschedule": [], "ours": []}
     order = ["metaschedule", "ours"]
     try:
@@ -295,10 +323,29 @@ def side_by_side(ns, name: str, ms: dict, ours: dict) -> dict:
             "round_ratios": [a / b for a, b in zip(figures["metaschedule"], figures["ours"])]}
 
 
+def _timing_env(ns) -> dict:
+    return dict(os.environ, TVM_NUM_THREADS=str(ns.num_cores))
+
+
+def paired_timings(ns, name: str, ms: dict, ours: dict) -> dict:
+    """``ns.pairs`` pairs of timings of both tuned kernels, one long-lived process per
+    side (``_paired_timing.paired``); {} when a side has no kernel or pairs are off."""
+    cmds = timing_commands(ns, name, ms, ours)
+    if ns.pairs == 0 or len(cmds) < 2:
+        return {}
+    print(f"[{name}] paired: {ns.pairs} pairs of timings, one process per side",
+          flush=True)
+    cmds = {side: [*cmd, "--serve"] for side, cmd in cmds.items()}
+    return pairing.paired(cmds, _timing_env(ns), ns.pairs, TIMING_TIMEOUT)
+
+
 def time_ours_main(ns) -> int:
     """``--time-ours LOG``: rebuild the log's best kernel, check it, time it and print
-    one JSON line (a fresh process of the side-by-side rounds)."""
+    one JSON line (a fresh process of the side-by-side rounds); with ``--serve``, one
+    line per request instead (the paired timings)."""
     name = ns.workloads[0]
+    if ns.serve:
+        return shared.serve(lambda: prepare_ours(ns, name, our_task(name), ns.time_ours))
     try:
         out = {"workload": name, **time_ours(ns, name, our_task(name), ns.time_ours)}
     except Exception as err:  # noqa: BLE001 - reported to the driver as JSON
@@ -308,12 +355,14 @@ def time_ours_main(ns) -> int:
 
 
 # ---------------------------------------------------------------- comparison and table
-def compare(ms: dict, ours: dict, sbs: dict | None = None) -> dict:
+def compare(ms: dict, ours: dict, sbs: dict | None = None, pair: dict | None = None) -> dict:
     """Speed ratio ours/MetaSchedule (MetaSchedule ms / ours ms): raw and normalized by
-    each process's own numpy probe from the tuning processes, and from the side-by-side
-    rounds (``side_by_side``); None where a side has no latency."""
+    each process's own numpy probe from the tuning processes, from the side-by-side
+    rounds (``side_by_side``) and from the paired timings (``paired_timings``); None
+    where a side has no latency."""
     out = {"ratio": None, "normalized_ratio": None,
-           "side_by_side_ratio": (sbs or {}).get("ratio")}
+           "side_by_side_ratio": (sbs or {}).get("ratio"),
+           "paired_ratio": (pair or {}).get("ratio")}
     if not (ms.get("best_ms") and ours.get("best_ms")):
         return out
     out["ratio"] = ms["best_ms"] / ours["best_ms"]
@@ -337,6 +386,7 @@ def format_row(name: str, row: dict) -> str:
              _num(row["ratio"], ".2f", 6, "x"),
              _num(row["normalized_ratio"], ".2f", 9, "x"),
              _num(row.get("side_by_side_ratio"), ".2f", 11, "x"),
+             _num(row.get("paired_ratio"), ".2f", 5, "x"),
              f"{_num(ms.get('numpy_ms'), '.3f', 7)} / {_num(ours.get('numpy_ms'), '.3f', 6)}",
              f"{_num(ms.get('tune_seconds'), '.0f', 6)} / "
              f"{_num(ours.get('tune_seconds'), '.0f', 6)}"]
@@ -345,10 +395,10 @@ def format_row(name: str, row: dict) -> str:
 
 def format_table(results: dict) -> str:
     head = (f"{'workload':16s} | {'MetaSchedule':>16s} | {'ours':>16s} | {'ours/MS':>7s} | "
-            f"{'normalized':>10s} | {'side by side':>12s} | {'numpy ms MS/ours':>16s} | "
-            f"{'tune s MS/ours':>15s}")
+            f"{'normalized':>10s} | {'side by side':>12s} | {'paired':>6s} | "
+            f"{'numpy ms MS/ours':>16s} | {'tune s MS/ours':>15s}")
     sub = (f"{'':16s} | {'ms':>7s} {'GFLOPS':>8s} | {'ms':>7s} {'GFLOPS':>8s} | {'':7s} | "
-           f"{'':10s} | {'':12s} | {'':16s} | {'':15s}")
+           f"{'':10s} | {'':12s} | {'':6s} | {'':16s} | {'':15s}")
     lines = [head, sub, "-" * len(head)]
     lines += [format_row(name, row) for name, row in results.items()]
     for name, row in results.items():
@@ -364,6 +414,14 @@ def format_table(results: dict) -> str:
                          f"{_ms_list(sbs['metaschedule_ms'])}, ours {_ms_list(sbs['ours_ms'])}"
                          f"; per-round ratios {min(sbs['round_ratios']):.2f}-"
                          f"{max(sbs['round_ratios']):.2f}x")
+        pair = row.get("paired") or {}
+        if pair.get("error"):
+            lines.append(f"{name}: paired timing failed: {pair['error']}")
+        elif pair:
+            lines.append(f"{name}: paired, {len(pair['ours_ms'])} pairs: MetaSchedule "
+                         f"{_ms_list(pair['metaschedule_ms'])}, ours "
+                         f"{_ms_list(pair['ours_ms'])}; per-pair ratios "
+                         f"{min(pair['pair_ratios']):.2f}-{max(pair['pair_ratios']):.2f}x")
     return "\n".join(lines)
 
 
@@ -371,30 +429,43 @@ def _ms_list(values) -> str:
     return "[" + ", ".join(f"{v:.3f}" for v in values) + "] ms"
 
 
+def _read_figure(row: dict) -> tuple:
+    """(figure the verdict reads, its key in ``row``, how it was timed): the paired
+    timings' ratio, else the side-by-side rounds', else None."""
+    if row.get("paired_ratio") is not None:
+        return row["paired_ratio"], "paired", "in paired timings"
+    if row.get("side_by_side_ratio") is not None:
+        return row["side_by_side_ratio"], "side_by_side", "side by side"
+    return None, None, None
+
+
 def verdicts(results: dict, trials: int, peak_gflops: float | None = None) -> list:
-    """One line per workload: the ratio against the goal (the side-by-side one when
-    there is one, else the raw and the normalized ratio must both reach it); with the
-    measured FMA peak, each side's share of it, and whether the goal is below the peak
-    at all."""
+    """One line per workload: the ratio against the goal (the paired or side-by-side
+    one when there is one, else the raw and the normalized ratio must both reach it);
+    with the measured FMA peak, each side's share of it, and whether the goal is below
+    the peak at all."""
     out = []
     for name, row in results.items():
-        r, n, sbs = row["ratio"], row["normalized_ratio"], row.get("side_by_side_ratio")
-        if r is None:
+        r, n = row["ratio"], row["normalized_ratio"]
+        v, key, how = _read_figure(row)
+        if r is None and v is None:
             out.append(f"{name}: no ratio (a side failed or was skipped)")
             continue
         norm = f", normalized {n:.2f}x" if n is not None else ""
-        if sbs is not None:
-            met = "met" if sbs >= GOAL else "NOT met"
-            line = (f"{name}: ours is {sbs:.2f}x MetaSchedule's speed at {trials} trials, "
-                    f"side by side ({r:.2f}x as the tuning processes timed them{norm}; "
-                    f"goal {GOAL}x: {met})")
+        if v is not None:
+            met = "met" if v >= GOAL else "NOT met"
+            also = [] if r is None else [f"{r:.2f}x as the tuning processes timed them{norm}"]
+            if key == "paired" and row.get("side_by_side_ratio") is not None:
+                also.append(f"{row['side_by_side_ratio']:.2f}x side by side in fresh processes")
+            line = (f"{name}: ours is {v:.2f}x MetaSchedule's speed at {trials} trials, "
+                    f"{how} ({'; '.join(also + [f'goal {GOAL}x: {met}'])})")
         else:
             met = "met" if r >= GOAL and (n is None or n >= GOAL) else "NOT met"
             line = (f"{name}: ours is {r:.2f}x MetaSchedule's speed at {trials} trials{norm} "
                     f"(goal {GOAL}x: {met})")
         ms_g, ours_g = row["metaschedule"].get("gflops"), row["ours"].get("gflops")
-        if peak_gflops and sbs is not None:     # the shares of the figures it read
-            ms_g, ours_g = (shared.FLOPS[name] / (row["side_by_side"][k] * 1e-3) / 1e9
+        if peak_gflops and key:     # the shares of the figures it read
+            ms_g, ours_g = (shared.FLOPS[name] / (row[key][k] * 1e-3) / 1e9
                             for k in ("metaschedule_median_ms", "ours_median_ms"))
         if peak_gflops and ms_g and ours_g:
             need = GOAL * ms_g
@@ -406,12 +477,25 @@ def verdicts(results: dict, trials: int, peak_gflops: float | None = None) -> li
     return out
 
 
-def main(argv=None) -> int:
-    ns = parse_args(argv)
-    ns.num_cores = ns.num_cores or default_num_cores()
-    if ns.time_ours:
-        return time_ours_main(ns)
-    mcpu = host_cpu()
+def retime_results(ns, earlier: dict) -> tuple:
+    """(results, FMA peak) of ``--reuse``: an earlier run's kernels timed again side by
+    side and paired; its tuning figures are kept."""
+    fma = peak.measure_peak(threads=ns.num_cores)
+    results = {}
+    for name in ns.workloads:
+        row = earlier.get("results", {}).get(name)
+        if row is None:
+            raise SystemExit(f"bench_vs_tvm: {ns.reuse} has no results for {name!r}")
+        ms, ours = row["metaschedule"], row["ours"]
+        sbs = side_by_side(ns, name, ms, ours)
+        pair = paired_timings(ns, name, ms, ours)
+        results[name] = {"metaschedule": ms, "ours": ours, "side_by_side": sbs,
+                         "paired": pair, **compare(ms, ours, sbs, pair)}
+    return results, fma
+
+
+def tune_and_time(ns, mcpu: str) -> tuple:
+    """(results, FMA peak, work dir) of a whole run: both sides tuned and timed."""
     work_dir = ns.work_dir or tempfile.mkdtemp(prefix="bench_vs_tvm_")
     os.makedirs(work_dir, exist_ok=True)
     print(f"{ns.trials} trials per side, host cpu {mcpu}, {ns.num_cores} threads, "
@@ -430,8 +514,26 @@ def main(argv=None) -> int:
             print(f"[{name}] ours: {ns.trials} trials ...", flush=True)
             ours = run_ours(ns, name, work_dir)
         sbs = side_by_side(ns, name, ms, ours)
+        pair = paired_timings(ns, name, ms, ours)
         results[name] = {"metaschedule": ms, "ours": ours, "side_by_side": sbs,
-                         **compare(ms, ours, sbs)}
+                         "paired": pair, **compare(ms, ours, sbs, pair)}
+    return results, fma, work_dir
+
+
+def main(argv=None) -> int:
+    ns = parse_args(argv)
+    ns.num_cores = ns.num_cores or default_num_cores()
+    if ns.time_ours:
+        return time_ours_main(ns)
+    mcpu = host_cpu()
+    if ns.reuse:
+        with open(ns.reuse) as f:
+            earlier = json.load(f)
+        ns.trials = earlier.get("config", {}).get("trials", ns.trials)
+        results, fma = retime_results(ns, earlier)
+        work_dir = earlier.get("config", {}).get("work_dir")
+    else:
+        results, fma, work_dir = tune_and_time(ns, mcpu)
     print(format_table(results))
     for line in verdicts(results, ns.trials, fma["gflops"]):
         print(line)
