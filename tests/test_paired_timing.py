@@ -210,3 +210,18 @@ def test_reuse_times_an_earlier_runs_kernels_again(bench, tmp_path, monkeypatch)
     with pytest.raises(SystemExit, match="has no results for 'dense_bias_relu'"):
         bench.main(["--workloads", "dense_bias_relu", "--reuse", str(path),
                     "--json", str(out)])
+
+
+def test_worker_serve_mode_reports_a_kernel_it_cannot_load(bench, tmp_path, capsys,
+                                                           monkeypatch):
+    w = bench.shared
+    ns = w.parse_args(["--workload", "conv2d", "--time-kernel", "/k.so", "--serve"])
+    assert ns.serve and not w.parse_args(["--workload", "conv2d", "--time-kernel",
+                                          "/k.so"]).serve
+    monkeypatch.setattr(sys, "stdin", io.StringIO("time\n"))
+    # this interpreter has no tvm (or no such kernel): the first line says why
+    status = w.main(["--workload", "conv2d", "--time-kernel", str(tmp_path / "k.so"),
+                     "--serve"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert status == 1 and set(out) == {"error"}
+    assert "tvm" in out["error"] or "k.so" in out["error"]
