@@ -406,23 +406,26 @@ def format_table(results: dict) -> str:
             err = row[side].get("error")
             if err:
                 lines.append(f"{name}: {side} " + (err if err == SKIPPED else f"failed: {err}"))
-        sbs = row.get("side_by_side") or {}
-        if sbs.get("error"):
-            lines.append(f"{name}: side-by-side timing failed: {sbs['error']}")
-        elif sbs:
-            lines.append(f"{name}: side by side, {len(sbs['ours_ms'])} rounds: MetaSchedule "
-                         f"{_ms_list(sbs['metaschedule_ms'])}, ours {_ms_list(sbs['ours_ms'])}"
-                         f"; per-round ratios {min(sbs['round_ratios']):.2f}-"
-                         f"{max(sbs['round_ratios']):.2f}x")
-        pair = row.get("paired") or {}
-        if pair.get("error"):
-            lines.append(f"{name}: paired timing failed: {pair['error']}")
-        elif pair:
-            lines.append(f"{name}: paired, {len(pair['ours_ms'])} pairs: MetaSchedule "
-                         f"{_ms_list(pair['metaschedule_ms'])}, ours "
-                         f"{_ms_list(pair['ours_ms'])}; per-pair ratios "
-                         f"{min(pair['pair_ratios']):.2f}-{max(pair['pair_ratios']):.2f}x")
+        for key, label, unit, ratios in (("side_by_side", "side by side", "round",
+                                          "round_ratios"),
+                                         ("paired", "paired", "pair", "pair_ratios")):
+            line = _timing_line(name, row.get(key) or {}, label, unit, ratios)
+            if line:
+                lines.append(line)
     return "\n".join(lines)
+
+
+def _timing_line(name: str, res: dict, label: str, unit: str, ratios: str) -> str | None:
+    """The table's line on one way both kernels were timed again (side-by-side rounds,
+    paired timings), or None when it did not run."""
+    if res.get("error"):
+        return f"{name}: {label.replace(' ', '-')} timing failed: {res['error']}"
+    if not res:
+        return None
+    r = res[ratios]
+    return (f"{name}: {label}, {len(res['ours_ms'])} {unit}s: MetaSchedule "
+            f"{_ms_list(res['metaschedule_ms'])}, ours {_ms_list(res['ours_ms'])}; "
+            f"per-{unit} ratios {min(r):.2f}-{max(r):.2f}x")
 
 
 def _ms_list(values) -> str:
