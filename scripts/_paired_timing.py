@@ -44,8 +44,12 @@ class TimingProcess:
     def __init__(self, cmd: list, env: dict, timeout: float):
         self.cmd, self.timeout = cmd, timeout
         self._err = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._err, text=True, env=env)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._err, text=True, env=env)
+        except OSError as err:
+            self._err.close()
+            raise RuntimeError(f"timing process {cmd[0]} could not start: {err}") from None
         self._lines: queue.Queue = queue.Queue()
         # a reader thread, so that a silent process times out instead of blocking
         threading.Thread(target=self._read, daemon=True).start()

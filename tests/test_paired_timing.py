@@ -225,3 +225,11 @@ def test_worker_serve_mode_reports_a_kernel_it_cannot_load(bench, tmp_path, caps
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert status == 1 and set(out) == {"error"}
     assert "tvm" in out["error"] or "k.so" in out["error"]
+
+
+def test_a_process_that_cannot_start_is_an_error_not_a_crash(pairing, tmp_path):
+    missing = str(tmp_path / "no-python")
+    res = pairing.paired({"metaschedule": [missing, "w.py"], "ours": [missing, "o.py"]},
+                         {}, 2, timeout=5)
+    assert res["error"].startswith(f"timing process {missing} could not start:")
+    assert res["metaschedule_ms"] == [] and res["ours_ms"] == []
