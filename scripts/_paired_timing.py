@@ -27,7 +27,8 @@ SIDES = ("metaschedule", "ours")
 CLOSE_SECONDS = 10.0        # how long a closed process may take to exit before a kill
 
 
-def _json_object(line: str) -> dict | None:
+def json_object(line: str) -> dict | None:
+    """The JSON object on ``line``, or None (not JSON, or not an object)."""
     line = line.strip()
     if not line.startswith("{"):
         return None
@@ -74,7 +75,7 @@ class TimingProcess:
                                    f"{self.timeout:g} s") from None
             if line is None:
                 raise RuntimeError(f"timing process {self.cmd[1]} exited: {self._tail()}")
-            obj = _json_object(line)
+            obj = json_object(line)
             if obj is None:
                 continue
             if obj.get("error"):

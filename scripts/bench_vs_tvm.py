@@ -144,14 +144,9 @@ def worker_command(ns, name: str, mcpu: str, work_dir: str) -> list:
 def parse_worker_output(text: str) -> dict | None:
     """The worker's result: the last stdout line that is a JSON object with a workload."""
     for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and "workload" in obj:
-                return obj
+        obj = pairing.json_object(line)
+        if obj is not None and "workload" in obj:
+            return obj
     return None
 
 
