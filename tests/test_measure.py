@@ -280,7 +280,17 @@ def test_program_measurer_tracks_best_and_logs_every_measurement(task, builder, 
     assert records[1].result.costs == (FAILURE_COST,)
 
 
-def test_ctrl_c_kills_busy_workers_and_the_builder_recovers(task, builder):
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own SIGINT handler for the test: a process started in the background by
+    a non-interactive shell (``cmd &``, ``nohup``) inherits SIGINT ignored, and Python
+    then leaves it ignored, so a Ctrl-C could never arrive."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_kills_busy_workers_and_the_builder_recovers(task, builder, ctrl_c_raises):
     main = threading.main_thread().ident
     timer = threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGINT))
     timer.start()
