@@ -133,13 +133,18 @@ def _record_synthetic(policy, picks, rng) -> None:
                             for _ in picks])
 
 
+def make_policy(func: str, args, params: SearchParams, seed: int) -> SketchPolicy:
+    """A fresh SketchPolicy of the built-in workload, scoring with the shipped prior."""
+    task = auto.SearchTask(func=func, args=args, target="llvm")
+    return SketchPolicy(task, XGBModel(seed=seed, prior=PRIOR_BUILTIN), params=params,
+                        seed=seed, verbose=0)
+
+
 def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict:
     """Phase CPU seconds of rounds 2..``rounds`` of one fresh policy, and its picks'
     fingerprint."""
-    task = auto.SearchTask(func=func, args=args, target="llvm")
     params = SearchParams(search_workers=0, evolutionary_search_population=population)
-    policy = SketchPolicy(task, XGBModel(seed=seed, prior=PRIOR_BUILTIN), params=params,
-                          seed=seed, verbose=0)
+    policy = make_policy(func, args, params, seed)
     rng = random.Random(seed)
     digest = hashlib.sha256()
     clock = PhaseClock()
@@ -168,10 +173,8 @@ def islands_search(func: str, args, rounds: int, seed: int,
     """Wall seconds per round (rounds 3..``rounds``) of a fresh policy with the default
     parameters (but ``population``) and helpers, the tuner's wait for its helpers and
     its training in them, and the picks' fingerprint."""
-    task = auto.SearchTask(func=func, args=args, target="llvm")
     params = SearchParams(evolutionary_search_population=population)
-    policy = SketchPolicy(task, XGBModel(seed=seed, prior=PRIOR_BUILTIN), params=params,
-                          seed=seed, verbose=0)
+    policy = make_policy(func, args, params, seed)
     rng = random.Random(seed)
     digest = hashlib.sha256()
     clock = PhaseClock({"wait": (islands.IslandRun, "results"),

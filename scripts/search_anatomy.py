@@ -31,19 +31,16 @@ import pathlib
 import random
 import time
 
-import autosched as auto
-from autosched.cost_model import PRIOR_BUILTIN, XGBModel
 from autosched.features.extract import rows_for, state_jobs
 from autosched.features.nest import leaves_of
 from autosched.search import evolution
 from autosched.search.evolution import SearchParams
 from autosched.search.gc_pause import paused_gc, tuning_scope
-from autosched.search.policy import SketchPolicy
 
 DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "conv2d", "dense_bias_relu", "depthwise"]
 COSTS = ("make", "nests", "rows", "predict")
 
-# the workload names and the synthetic records are bench_search's
+# the workload names, the policy and the synthetic records are bench_search's
 _spec = importlib.util.spec_from_file_location(
     "bench_search", pathlib.Path(__file__).resolve().parent / "bench_search.py")
 bench_search = importlib.util.module_from_spec(_spec)
@@ -64,11 +61,9 @@ def _timed(fn):
 
 def anatomy(func: str, args, population: int, seed: int = 0) -> dict:
     """Per-state costs (µs) and group counts of one workload's third generation."""
-    task = auto.SearchTask(func=func, args=args, target="llvm")
     params = SearchParams(search_workers=0, evolutionary_search_population=population)
-    policy = SketchPolicy(task, XGBModel(seed=seed, prior=PRIOR_BUILTIN), params=params,
-                          seed=seed, verbose=0)
-    model, rng, cores = policy.model, random.Random(seed), policy.num_cores
+    policy = bench_search.make_policy(func, args, params, seed)
+    task, model, rng, cores = policy.task, policy.model, random.Random(seed), policy.num_cores
     with tuning_scope():
         for _ in range(2):
             bench_search._record_synthetic(policy, policy.pick_states(64), rng)
