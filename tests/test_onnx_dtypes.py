@@ -39,8 +39,21 @@ def _samples() -> np.ndarray:
 SAMPLES = _samples()
 
 
+def _wrapped_ints(x: np.ndarray, bits: int) -> np.ndarray:
+    """float -> int4/int2 as ``narrow`` defines it where ONNX does not ("undefined if
+    OOR"): truncate toward zero, keep the low ``bits`` bits; NaN and values outside
+    int32 give 0 (what ml_dtypes 0.5-0.6 did on x86; 0.7 gives 0 for every value out of
+    the format's range)."""
+    with np.errstate(all="ignore"):
+        t = np.trunc(x.astype(np.float64))
+        ok = np.isfinite(t) & (t >= -2.0 ** 31) & (t < 2.0 ** 31)
+        return (np.where(ok, t, 0).astype(np.int64) % (1 << bits)).astype(np.uint8)
+
+
 def _reference(x: np.ndarray, fmt: str, saturate: bool) -> np.ndarray:
-    """ONNX's Cast of ``x`` to ``fmt``, as storage bits."""
+    """ONNX's Cast of ``x`` to ``fmt``, as storage bits.  A fixed-point format takes the
+    ONNX reference's value (ml_dtypes' cast) wherever that is defined, in range, and
+    ``_wrapped_ints`` elsewhere."""
     f = FORMATS[fmt]
     with np.errstate(all="ignore"):
         if f.kind == "e8m0":
@@ -50,7 +63,30 @@ def _reference(x: np.ndarray, fmt: str, saturate: bool) -> np.ndarray:
         else:
             out = x.astype(np.dtype(fmt))
     out = out.view(f.storage)
-    return out % (1 << f.bits) if f.bits < 8 else out
+    out = out % (1 << f.bits) if f.bits < 8 else out
+    if not f.is_float:
+        info = ml_dtypes.iinfo(np.dtype(fmt))
+        with np.errstate(invalid="ignore"):
+            t = np.trunc(x.astype(np.float64))
+        defined = np.isfinite(t) & (t >= info.min) & (t <= info.max)
+        out = np.where(defined, out, _wrapped_ints(x, f.bits))
+    return out
+
+
+def test_in_range_int_reference_is_ml_dtypes_own():
+    """Where ONNX defines float -> int4/int2 (in range), the explicit rule and ml_dtypes
+    agree, whichever ml_dtypes is installed; out of range they need not."""
+    x = np.arange(-9.75, 16, 0.25, dtype=np.float32)
+    for fmt in ("int4", "uint4", "int2", "uint2"):
+        info = ml_dtypes.iinfo(np.dtype(fmt))
+        t = np.trunc(x)
+        inside = (t >= info.min) & (t <= info.max)
+        with np.errstate(all="ignore"):
+            theirs = x.astype(np.dtype(fmt)).view(np.uint8) % (1 << FORMATS[fmt].bits)
+        assert np.array_equal(theirs[inside], _wrapped_ints(x, FORMATS[fmt].bits)[inside])
+        assert inside.sum() == 4 * (info.max - info.min + 1) + 3, fmt   # (-1, 0) truncates to 0
+    assert list(_wrapped_ints(np.array([-9, 8, 16, 3e9, np.nan], np.float32), 4)) == \
+        [7, 8, 0, 0, 0]
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

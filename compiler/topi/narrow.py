@@ -16,7 +16,8 @@ Invariants (each is ml_dtypes' / ONNX's reference behaviour, tested bit for bit)
 - NaN becomes the format's quiet NaN with the sign kept (fnuz: 0x80; float4e2m1, which
   has none, gives ml_dtypes' -0.0 for +NaN and +0.0 for -NaN); fnuz has no -0;
 - float -> int4/int2 truncates toward zero and wraps, values outside int32 (and NaN)
-  giving 0, as ml_dtypes' C conversion does on x86; ints wrap;
+  giving 0, as ml_dtypes 0.5-0.6 did on x86 (ONNX leaves an out-of-range value
+  undefined; ml_dtypes 0.7 gives 0 for it); ints wrap;
 - float8e8m0 is encoded as ONNX's ``to_float8e8m0`` (round_mode up/down/nearest);
 - decoding is exact: every format's values are float32 values (ints: int64).
 The algorithm is written once against an adapter (``NUMPY`` arrays for the reference
