@@ -60,6 +60,7 @@ from .measure import background
 from .measure.dask import ClusterError
 from .measure.measurer import ProgramMeasurer, RecordToFile, TuningStopped
 from .search.gc_pause import tuning_scope
+from .search.heap import retained_heap, retains_heap
 from .search.policy import SearchParams, SketchPolicy
 from .task import SearchTask
 from .task_scheduler_callbacks import (
@@ -288,7 +289,7 @@ class TaskScheduler:
                                             confirm_top_k=tune_option.confirm_top_k)
             if not any(math.isfinite(d) for d in self.default_costs):
                 self.default_costs = measure_default_costs(self.tasks, runner)
-            with tuning_scope():
+            with tuning_scope(), retained_heap(retains_heap(self.search_policies)):
                 self._run(tune_option)
             if tune_option.retime_top_k and tune_option.retime_rounds and not self.stop_reason:
                 self._retime(tune_option)

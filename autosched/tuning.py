@@ -34,6 +34,7 @@ from .measure.runner import LocalRunner, more_calls
 from .ranking import PREFER_MARGIN, rank_figures, retimed_cost
 from .search.callbacks import PreloadMeasuredStates, matching_records, preload
 from .search.gc_pause import tuning_scope
+from .search.heap import retained_heap, retains_heap
 from .search.policy import SketchPolicy
 from .state import freeze
 from .steps import serialize
@@ -153,7 +154,7 @@ def tune(task, options: TuningOptions, search_policy=None) -> TuneStats:
             warnings.warn(f"the default schedule was not measured: {err}", stacklevel=2)
         # waiting for the first round's import is the search's time, not measurement
         stats.default_seconds = time.perf_counter() - t0 - (background.waited() - waited)
-        with tuning_scope():
+        with tuning_scope(), retained_heap(retains_heap([policy])):
             _run_rounds(policy, measurer, options, stats, start, searched)
         if not stats.stop_reason and options.retime_top_k and options.retime_rounds:
             _retime_best(task, policy, measurer, options, stats)

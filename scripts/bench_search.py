@@ -66,6 +66,11 @@ try:    # a tree from before the tuning scope (with --against) times its rounds 
     from autosched.search.gc_pause import tuning_scope
 except ImportError:
     tuning_scope = contextlib.nullcontext
+try:    # and one from before the retained heap (search/heap.py) without that
+    from autosched.search.heap import retained_heap
+except ImportError:
+    def retained_heap(enabled=True):
+        return contextlib.nullcontext()
 
 DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "depthwise", "dense_bias_relu"]
 PHASES = ("sample", "mutate", "featurize", "train", "score", "other")
@@ -150,7 +155,7 @@ def one_search(func: str, args, rounds: int, population: int, seed: int) -> dict
     clock = PhaseClock()
     total = 0.0
     # rounds as the tuner runs them, their survivors frozen (search/gc_pause.py)
-    with tuning_scope(), contextlib.closing(clock):
+    with tuning_scope(), retained_heap(), contextlib.closing(clock):
         for r in range(rounds):
             clock.active = r >= 1        # the first round fills the memos
             t0 = time.process_time()
@@ -180,7 +185,7 @@ def islands_search(func: str, args, rounds: int, seed: int,
     clock = PhaseClock({"wait": (islands.IslandRun, "results"),
                         "train": (xgb_model.XGBModel, "train")}, timer=time.perf_counter)
     total = 0.0
-    with tuning_scope(), contextlib.closing(clock):
+    with tuning_scope(), retained_heap(), contextlib.closing(clock):
         for r in range(rounds):
             clock.active = r >= 2
             t0 = time.perf_counter()

@@ -36,6 +36,7 @@ from autosched.features.nest import leaves_of
 from autosched.search import evolution
 from autosched.search.evolution import SearchParams
 from autosched.search.gc_pause import paused_gc, tuning_scope
+from autosched.search.heap import retained_heap
 
 DEFAULT_WORKLOADS = ["matmul:256", "matmul:512", "conv2d", "dense_bias_relu", "depthwise"]
 COSTS = ("make", "nests", "rows", "predict")
@@ -64,7 +65,7 @@ def anatomy(func: str, args, population: int, seed: int = 0) -> dict:
     params = SearchParams(search_workers=0, evolutionary_search_population=population)
     policy = bench_search.make_policy(func, args, params, seed)
     task, model, rng, cores = policy.task, policy.model, random.Random(seed), policy.num_cores
-    with tuning_scope():
+    with tuning_scope(), retained_heap():
         for _ in range(2):
             bench_search._record_synthetic(policy, policy.pick_states(64), rng)
         with paused_gc():

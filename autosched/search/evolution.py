@@ -44,6 +44,9 @@ class SearchParams:
     # a round trip costs more than they do.
     search_workers: int | None = None
     parallel_min_population: int = 512
+    # not in Ansor: while tuning, the search processes keep freed memory in their heap
+    # instead of giving it back to the system after every batch (search/heap.py)
+    retain_heap: bool = True
 
     def __post_init__(self):
         check_fields(self, ("eps_greedy", "evolutionary_search_mutation_prob",

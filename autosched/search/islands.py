@@ -64,6 +64,7 @@ import threading
 from ..measure.workers import WorkerError, WorkerPool, pause_gc_until_replied
 from .evolution import SearchParams, evolve, sample_population
 from .gc_pause import paused_gc
+from .heap import retain_in_this_process
 from .mutation_rules import replay
 from .sketch_rules import generate_sketches
 
@@ -148,6 +149,8 @@ def sample_island_job(token: int, seed: int, payload: bytes) -> int:
     with contextlib.nullcontext() if pause_gc_until_replied(2) else paused_gc():
         task, params, n_init, seed_steps, measured, n_out, num_cores, sketch_steps = \
             pickle.loads(payload)
+        if params.retain_heap:      # a helper is the tuner's own process
+            retain_in_this_process()
         task, rng, population = _sample_island(task, params, seed, n_init, seed_steps,
                                                num_cores, sketch_steps)
         _PENDING.clear()        # one round at a time: an abandoned round's goes here
