@@ -4,11 +4,15 @@ Why: featurizing a search round's states makes numpy temporaries of a few MB per
 batch, hundreds of times a round.  glibc serves blocks that large with ``mmap`` and
 gives them back with ``munmap`` (or trims the heap's top once 128 KiB are free), so
 every batch faults its pages in again.  On these VMs a page the guest gave back may
-also have been reclaimed by the host, which makes the next fault far dearer: measured
-in one process, alternating the settings, featurizing a fresh conv2d generation took a
-median of 186 ms with glibc's defaults and 178 ms here (best runs 162 and 139), matmul
-256's 100 and 77 ms, with a third as many page faults.  Builds gained nothing (LLVM's
-allocations are small), so the build workers keep glibc's defaults.
+also have been reclaimed by the host, which makes the next fault dearer.  Measured in
+one process, alternating with and without the scope (10 runs each), featurizing a fresh
+generation of about 1,000 states took a median of 242 against 270 ms on conv2d (best
+runs 139 and 222), 102 against 127 ms on matmul 256 and 172 against 207 on depthwise,
+with 40% of the page faults; whole search rounds, in fresh processes paired against the
+tree before (4 ABBA pairs, the same picks), took 0.92x as long on conv2d, 0.97x on
+matmul 256 and 512 and 1.03x on depthwise.  Builds gained nothing (a matmul 512
+candidate's compile took 72.5 against 72.6 ms of CPU), so the build workers keep
+glibc's defaults.
 
 ``retained_heap()`` raises the mmap threshold to its maximum (32 MiB) and the trim
 threshold to ``TRIM_BYTES``, so freed blocks are reused, not returned; on the
