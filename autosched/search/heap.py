@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 
 __all__ = ["retained_heap", "retains_heap", "retain_in_this_process",
            "heap_settings_supported"]
@@ -47,8 +46,10 @@ _RETAINED_FOR_LIFE = [False]
 
 
 def _libc():
+    # the process's own symbols, which hold the C library's: find_library would run
+    # ldconfig in a subprocess at import time
     try:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        lib = ctypes.CDLL(None)
     except OSError:
         return None
     if not hasattr(lib, "mallopt") or not hasattr(lib, "malloc_trim"):
