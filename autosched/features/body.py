@@ -14,8 +14,10 @@ the loop structure:
   approximated by a coefficient of 1 on every root axis they mention and flagged
   non-affine, so bound inference falls back to the whole dimension for them.
 
-Invariants: ops are immutable, so results are memoized per (op, inlined ops); the cache
-is bounded (cleared when full).  Nothing here depends on a State's loops.
+Invariants: ops are immutable, so results are memoized per (op, inlined ops), and the
+analysis per structural key (``body_key``: ops rebuilt by a dataflow step mostly have
+a body seen before); the caches are bounded (cleared when full).  Nothing here depends
+on a State's loops.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from compiler.tir import expr as E
 from compiler.tir.functor import Mutator, Visitor, substitute
 
 from ..extents import static_extent
+from .body_key import body_key
 
 COUNT_NAMES = ("float_mad", "float_addsub", "float_mul", "float_divmod", "float_cmp",
                "float_math_func", "float_other_func", "int_mad", "int_addsub", "int_mul",
@@ -44,7 +47,10 @@ _MATH = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "fabs",
          "ceil", "round", "trunc", "fma"}
 # access kinds (Ansor's BufferAccessType)
 READ, WRITE, READ_WRITE = 0, 1, 2
-_CACHE_LIMIT = 4096
+# per (op, inlined): a softmax round meets ~4,000 ops (rebuilt by its dataflow steps),
+# so a smaller bound cleared the memo every round; per structural key: a few hundred
+_CACHE_LIMIT = 16384
+_SHAPE_LIMIT = 4096
 
 
 def elem_bytes(dtype: str) -> int:
@@ -68,6 +74,14 @@ class Access:
         self.elem_bytes = elem_bytes(tensor.dtype)
         self.coefs, self.consts, self.affine = coefs, consts, affine
         self.static_bytes = self.elem_bytes * int(np.prod(self.shape, dtype=np.int64))
+
+    def bound_to(self, tensor) -> Access:
+        """This access of another tensor of the same shape and dtype."""
+        a = object.__new__(Access)
+        for name in Access.__slots__:
+            setattr(a, name, getattr(self, name))
+        a.tensor = tensor
+        return a
 
 
 class BodyInfo:
@@ -103,6 +117,24 @@ class BodyInfo:
         # the ops per iteration the intensity curve divides: float ops, else all ops
         self.curve_ops = float(self.counts[_FLOAT_OPS].sum() or self.counts.sum())
         self._stack()
+
+    def rebound(self, op: ComputeOp, slots: dict, tensors: list) -> BodyInfo:
+        """This analysis for ``op``, whose body has this one's structural key: the
+        arrays shared (read-only), the accesses naming ``op``'s tensors -- its outputs
+        for this op's, and ``tensors[slots[t]]`` for a read ``t`` (both bodies' reads
+        in key order)."""
+        info = object.__new__(BodyInfo)
+        for name in BodyInfo.__slots__:
+            setattr(info, name, getattr(self, name))
+        info.op = op
+        accs = []
+        for a in self.accesses:
+            t = a.tensor
+            mine = op.output(t.value_index) if t.op is self.op else tensors[slots[t]]
+            accs.append(a.bound_to(mine))
+        info.accesses = accs
+        info.access_keys = tuple([(id(a.tensor.op), a.tensor.value_index) for a in accs])
+        return info
 
     def _stack(self) -> None:
         accs = self.accesses
@@ -276,6 +308,7 @@ class _Inliner(Mutator):
 
 
 _BODY_CACHE: dict = {}
+_SHAPE_CACHE: dict = {}     # body_key -> (BodyInfo, its read tensors' key positions)
 
 
 def effective_body(op, inlined: frozenset) -> tuple:
@@ -296,11 +329,23 @@ def _all_inputs(op) -> list:
 
 
 def body_info(op: ComputeOp, inlined: frozenset) -> BodyInfo:
-    """Memoized ``BodyInfo`` of ``op`` with the ``inlined`` ops substituted."""
+    """Memoized ``BodyInfo`` of ``op`` with the ``inlined`` ops substituted: per (op,
+    inlined ops), and the analysis itself per structural key (``body_key``), so an op
+    whose body another op already had gets that one's arrays with its own tensors."""
     key = (op, inlined)
     info = _BODY_CACHE.get(key)
     if info is None:
         if len(_BODY_CACHE) >= _CACHE_LIMIT:
             _BODY_CACHE.clear()
-        info = _BODY_CACHE[key] = BodyInfo(op, effective_body(op, inlined))
+        body = effective_body(op, inlined)
+        skey, tensors = body_key(op, body)
+        shared = _SHAPE_CACHE.get(skey)
+        if shared is None:
+            if len(_SHAPE_CACHE) >= _SHAPE_LIMIT:
+                _SHAPE_CACHE.clear()
+            info = BodyInfo(op, body)
+            _SHAPE_CACHE[skey] = (info, {t: k for k, t in enumerate(tensors)})
+        else:
+            info = shared[0].rebound(op, shared[1], tensors)
+        _BODY_CACHE[key] = info
     return info
