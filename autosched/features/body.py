@@ -94,10 +94,13 @@ class BodyInfo:
     __slots__ = ("op", "n_spatial", "n_root", "root_ext", "counts", "accesses",
                  "is_reduce", "A", "spread", "member", "elem_bytes", "n_tuples", "kind",
                  "last_dim", "out_bytes", "shape", "strides", "access_keys",
-                 "access_shapes", "curve_ops")
+                 "access_shapes", "curve_ops", "proto")
 
     def __init__(self, op: ComputeOp, body):
         self.op = op
+        # the analysis this one shares its arrays with (``rebound``): what depends on
+        # the body's structure alone is memoized on it
+        self.proto = self
         roots = [iv.var for iv in op.axis] + [iv.var for iv in op.reduce_axis]
         self.n_spatial, self.n_root = len(op.axis), len(roots)
         self.root_ext = [static_extent(iv) for iv in op.axis + op.reduce_axis]

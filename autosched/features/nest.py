@@ -482,7 +482,8 @@ def build_nests(state) -> list:
             k = parent.n_outer + att[1] + 1
             root_ext, outer_span, outer_step = enclosing(info, parent, k, readers, nests)
         atoms = _checked(leaves[sid], st)
-        ext, pos, span, step = _loop_geometry(tuple(atoms), info, tuple(root_ext))
+        # on the body's structure, not the op: ops a dataflow step rebuilt share entries
+        ext, pos, span, step = _loop_geometry(tuple(atoms), info.proto, tuple(root_ext))
         max_unroll = st.auto_unroll_max_step
         if parent is not None:
             ext = parent.ext[:k] + ext
