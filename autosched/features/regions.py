@@ -67,8 +67,9 @@ def _attached_range(info, parent, k):
     return _range_geometry(info, parent.info, inner)
 
 
-# (id of a root parent's span, attach position, stage's body info) -> (that span, root
-# extents, spans and steps of the enclosing loops); bounded like ``_memo``
+# (id of a root parent's span, attach position, stage's body info, parent's body info)
+# -> (that span, root extents, spans and steps of the enclosing loops); bounded like
+# ``_memo``
 _OUTER: dict = {}
 
 
@@ -79,12 +80,16 @@ def _attached_outer(info, parent, k) -> tuple:
     When ``parent`` is attached nowhere, its span and step arrays are the shared ones
     of a ``_loop_geometry`` entry, which stand for its loops: the result is memoized on
     the span array's identity (the entry holds the array, so its id is not reused while
-    the entry exists).  In a search round 69% of the attached stages of matmul and
-    dense sit in a parent loop nest seen before, 30% of conv2d's (whose deeper
-    attachments are not memoized).  The shared arrays are read-only."""
+    the entry exists) and the two body analyses (structurally equal bodies of other ops
+    share a geometry entry, so the span alone does not name the parent's op).  In a
+    search round 69% of the attached stages of matmul and dense sit in a parent loop
+    nest seen before, 30% of conv2d's (whose deeper attachments are not memoized).
+    The shared arrays are read-only."""
     memo = not parent.attached
     if memo:
-        key = (id(parent.span), k, info)
+        # the span array stands for the parent's loops, not for its op: ops rebuilt by
+        # a dataflow step share loop-geometry entries (``BodyInfo.proto``)
+        key = (id(parent.span), k, info, parent.info)
         hit = _OUTER.get(key)
         if hit is not None and hit[0] is parent.span:
             return hit[1]
