@@ -56,7 +56,7 @@ def test_index_structure_is_in_the_key():
 
 def test_a_rebound_analysis_names_the_ops_own_tensors():
     B._BODY_CACHE.clear()
-    B._SHAPE_CACHE.clear()
+    B._STRUCT_CACHE.clear()
     one, two = _matmul(), _matmul(name="D")
     first, second = B.body_info(one.op, frozenset()), B.body_info(two.op, frozenset())
     assert second.op is two.op and second.counts is first.counts      # shared arrays
@@ -90,7 +90,7 @@ def test_features_through_shared_analyses_equal_features_from_scratch(name, args
                                                                        monkeypatch):
     dag, states = _states(name, args)
     B._BODY_CACHE.clear()
-    B._SHAPE_CACHE.clear()
+    B._STRUCT_CACHE.clear()
     rebound = []
     real = B.BodyInfo.rebound
     monkeypatch.setattr(B.BodyInfo, "rebound",
@@ -99,7 +99,7 @@ def test_features_through_shared_analyses_equal_features_from_scratch(name, args
     monkeypatch.undo()
     for st, rows in zip(states, warm):
         B._BODY_CACHE.clear()
-        B._SHAPE_CACHE.clear()
+        B._STRUCT_CACHE.clear()
         np.testing.assert_array_equal(rows, _rows(dag.state_from_steps(st.transform_steps)),
                                       err_msg=str(st))
     if name == "softmax":          # its rfactor sketches rebuild the ops after them

@@ -50,7 +50,7 @@ READ, WRITE, READ_WRITE = 0, 1, 2
 # per (op, inlined): a softmax round meets ~4,000 ops (rebuilt by its dataflow steps),
 # so a smaller bound cleared the memo every round; per structural key: a few hundred
 _CACHE_LIMIT = 16384
-_SHAPE_LIMIT = 4096
+_STRUCT_LIMIT = 4096
 
 
 def elem_bytes(dtype: str) -> int:
@@ -311,7 +311,7 @@ class _Inliner(Mutator):
 
 
 _BODY_CACHE: dict = {}
-_SHAPE_CACHE: dict = {}     # body_key -> (BodyInfo, its read tensors' key positions)
+_STRUCT_CACHE: dict = {}     # body_key -> (BodyInfo, its read tensors' key positions)
 
 
 def effective_body(op, inlined: frozenset) -> tuple:
@@ -342,12 +342,12 @@ def body_info(op: ComputeOp, inlined: frozenset) -> BodyInfo:
             _BODY_CACHE.clear()
         body = effective_body(op, inlined)
         skey, tensors = body_key(op, body)
-        shared = _SHAPE_CACHE.get(skey)
+        shared = _STRUCT_CACHE.get(skey)
         if shared is None:
-            if len(_SHAPE_CACHE) >= _SHAPE_LIMIT:
-                _SHAPE_CACHE.clear()
+            if len(_STRUCT_CACHE) >= _STRUCT_LIMIT:
+                _STRUCT_CACHE.clear()
             info = BodyInfo(op, body)
-            _SHAPE_CACHE[skey] = (info, {t: k for k, t in enumerate(tensors)})
+            _STRUCT_CACHE[skey] = (info, {t: k for k, t in enumerate(tensors)})
         else:
             info = shared[0].rebound(op, shared[1], tensors)
         _BODY_CACHE[key] = info

@@ -8,10 +8,17 @@ each body again (``BodyInfo``, ~0.4 ms) was a third of the round.  Ops with equa
 have equal ``BodyInfo`` arrays; only the tensors differ, and ``tensors`` (the reads,
 in key order) maps one op's onto the other's.
 
+Why not ``compiler.tir.analysis.structural_key``: it keys a tensor and a free variable
+by ``id``, which a cache outliving the ops may see reused, and numbers variables by
+first occurrence, not by root axis, so ``A[i, j]`` and ``A[j, i]`` would share a key
+while their index coefficients differ.  Here the roots are numbered as ``BodyInfo``
+numbers them, the reads by slot, and any other object stands for itself in the key.
+
 Invariants: the key is exact -- it holds every node type, dtype, constant, intrinsic
 name and index structure of the body, the root extents, the output dtypes and the
 shape and dtype of every tensor read; a variable that is no root axis (or reducer
-argument) stands for itself (identity), as do nodes of kinds it does not walk into.
+argument) stands for itself (held in the key, so its identity is not reused), as do
+objects of kinds it does not walk into.
 """
 from __future__ import annotations
 
