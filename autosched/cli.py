@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
-import os
 import shlex
 import sys
 import time
@@ -45,7 +44,6 @@ from .measure.runner import LocalRunner
 from .network import ZOO
 from .ranking import PREFER_MARGIN
 from .search.callbacks import PreloadMeasuredStates
-from .search.islands import import_modules
 from .search.policy import SketchPolicy
 from .side_by_side import interleaved, kernel_timer, numpy_timer
 from .task import SearchTask
@@ -175,26 +173,6 @@ def make_model(ns):
         if not ns.quiet:
             print(f"Pre-trained the cost model on {n} records of {ns.pretrained}")
     return model
-
-
-def import_xgboost_early(ns, resuming: bool = False) -> bool:
-    """Import xgboost now, without its scikit-learn interface, when this command will
-    train the cost model (xgb, and more than one round, or a run that ``resuming`` a
-    log: the first round trains on the preloaded records) and runs no user code (a
-    built-in workload or model); returns whether it did.
-
-    Why: this process is the command's own, and nothing in it uses xgboost's
-    scikit-learn estimators; importing scikit-learn with them costs about 0.65 s of the
-    0.85 s the import takes, paid otherwise inside the second search round (the first,
-    when resuming).  A ``module:function`` workload keeps the full import: the user's
-    module may want the estimators (``islands.import_modules`` explains the lean
-    import)."""
-    user_code = ":" in (ns.workload or "")      # ONNX models are data, not code
-    one_round = ns.trials <= ns.per_round and not resuming
-    if ns.model != "xgb" or user_code or one_round:
-        return False
-    import_modules(("xgboost",))
-    return True
 
 
 def make_measurers(ns):
@@ -340,7 +318,6 @@ def main(argv=None) -> int:
         print("networks (--network): " + ", ".join(sorted(ZOO)))
         return 0
     if _is_model(ns):
-        import_xgboost_early(ns)
         return run_network(ns, make_measurers)
     try:
         fname, args = resolve_workload(ns.workload, ns.args)
@@ -349,8 +326,6 @@ def main(argv=None) -> int:
         print(f"tune: error: {err}", file=sys.stderr)
         return 2
     log = ns.log or f"{fname}.json"
-    # a log with records is preloaded (resumed), and the first round trains on them
-    import_xgboost_early(ns, resuming=os.path.isfile(log) and os.path.getsize(log) > 0)
     if not ns.quiet:
         print(f"Tuning {task.workload_key} on {task.target}: {ns.trials} trials, log {log}")
     try:

@@ -202,7 +202,7 @@ def _run_rounds(policy, measurer, options: TuningOptions, stats: TuneStats, star
 
 def first_round_imports(policies) -> tuple:
     """The modules the policies' cost models need in their first round
-    (``snapshot_modules``: xgboost when a model trains then, as after preloading a log).
+    (``snapshot_modules``; ``XGBModel`` names none: it calls xgboost's C API).
 
     Why: nothing in a resumed ``tune`` call runs before that training but building and
     timing the default schedule, so the import (1.5-1.9 s in full here) starts with the
@@ -218,7 +218,7 @@ def first_round_imports(policies) -> tuple:
 
 def upcoming_imports(policy) -> tuple:
     """The modules ``policy``'s cost model imports in later rounds (``upcoming_modules``:
-    xgboost for ``XGBModel``); the measurer imports them while a round builds, when
+    none for ``XGBModel``); the measurer imports them while a round builds, when
     another round follows (``measure/background.py``)."""
     upcoming = getattr(getattr(policy, "model", None), "upcoming_modules", None)
     return tuple(upcoming()) if callable(upcoming) else ()

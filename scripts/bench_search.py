@@ -34,7 +34,7 @@ pairs.
 ``--islands`` times what the serial rounds leave out: the tuner's rounds as ``tune``
 runs them, with the default parameters (2048 states split into islands evolved by
 helper processes), in wall seconds per round over rounds 3.. (the first trains no
-model, the second imports xgboost), with the tuner's wait for its helpers and its
+model, the second trains the first booster), with the tuner's wait for its helpers and its
 training.  Wall time on a shared machine: compare runs that alternate (e.g. this
 commit and, with ``PYTHONPATH``, another), several times.
 """

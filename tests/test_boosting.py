@@ -1,10 +1,12 @@
 """cost_model.boosting: the hand-written training loop makes exactly the boosters that
 ``xgboost.train`` makes with the pack-sum objective, the pack-sum RMSE metric and
-``EarlyStopping(save_best=True)``, continuing the prior or from scratch."""
+``EarlyStopping(save_best=True)``, continuing the prior or from scratch -- the loop run
+through xgboost's C API (``xgb_native``), ``xgboost.train`` through the package."""
 import json
 
 import numpy as np
 import pytest
+import xgboost
 
 from autosched.cost_model import XGBModel, XGBParams, pack_ids, pack_sum
 from autosched.cost_model.boosting import boost_pack_sum, pack_rmse, pack_sum_square_error
@@ -22,7 +24,7 @@ def _data(seed=0, programs=60):
 
 
 def _by_xgboost_train(params, X, ids, labels, weights, rounds, stop, prior):
-    xgb = _xgb()
+    xgb = xgboost
     dtrain = xgb.DMatrix(X)
 
     def objective(preds, _d):
@@ -46,7 +48,9 @@ def test_boost_pack_sum_makes_xgboost_trains_booster(with_prior, rounds, stop):
     params = model._xgb_params()
     prior = model._prior_booster() if with_prior else None
     ours = boost_pack_sum(_xgb(), params, X, ids, labels, weights, rounds, stop, prior)
-    theirs = _by_xgboost_train(params, X, ids, labels, weights, rounds, stop, prior)
+    theirs = _by_xgboost_train(params, X, ids, labels, weights, rounds, stop,
+                               None if prior is None else prior.to_xgboost())
+    assert isinstance(theirs, xgboost.Booster) and not isinstance(ours, xgboost.Booster)
     assert json.loads(ours.save_raw("json")) == json.loads(theirs.save_raw("json"))
     assert ours.num_boosted_rounds() == theirs.num_boosted_rounds()
     n_prior = prior.num_boosted_rounds() if prior is not None else 0

@@ -318,7 +318,10 @@ def _scores_and_modules(payload):
     return model.predict(task, states), "xgboost" in sys.modules, "sklearn" in sys.modules
 
 
-def test_helpers_import_xgboost_without_scikit_learn_and_score_alike(monkeypatch):
+def test_helpers_score_a_trained_snapshot_alike_without_importing_xgboost(monkeypatch):
+    """A snapshot's booster travels pickled and scores through xgboost's C API in the
+    helper: the same scores, and neither the xgboost package nor scikit-learn imported
+    (the helpers are fresh interpreters)."""
     monkeypatch.setattr(islands, "_POOL", [])
     monkeypatch.setattr(islands, "_WARMED", set())
     task = _task()
@@ -329,37 +332,19 @@ def test_helpers_import_xgboost_without_scikit_learn_and_score_alike(monkeypatch
     model.update([MeasureInput(task, s) for s in states[:16]],
                  [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
                   for _ in states[:16]])
+    assert model.snapshot_modules() == () and model.upcoming_modules() == ()
     snap = model.snapshot()
     assert snap.booster is not None
     try:
         with islands._LOCK:
-            islands._import_in_helpers(1, model.snapshot_modules())
-        with islands._LOCK:
-            out = islands._POOL[0].map(_scores_and_modules,
+            out = islands._pool(1).map(_scores_and_modules,
                                        [(pickle.dumps((snap, task, states[16:])),)], 120)
         assert out[0].status == "ok", out[0].value
         scores, has_xgboost, has_sklearn = out[0].value
-        assert has_xgboost and not has_sklearn
-        assert scores == pytest.approx(snap.predict(task, states[16:]), rel=1e-6)
+        assert not has_xgboost and not has_sklearn
+        assert scores == snap.predict(task, states[16:])
     finally:
         islands._POOL.pop().close()
-
-
-def test_a_trained_xgb_model_asks_for_xgboost_in_the_helpers():
-    task = _task()
-    policy = auto.SketchPolicy(task, params=PARALLEL, seed=0, verbose=0)
-    states = policy.sample_initial_population(12)
-    model = XGBModel(seed=0)
-    assert model.snapshot_modules() == ()           # the prior travels as JSON
-    assert model.upcoming_modules() == ("xgboost",)     # ... until the first training
-    assert RandomModel(0).upcoming_modules() == ()
-    rng = random.Random(0)
-    model.params = type(model.params)(prior_warmup_sample=10, num_boost_round=3)
-    model.update([MeasureInput(task, s) for s in states],
-                 [MeasureResult([1e-3 * (1 + rng.random())], 0, "", 0.1, 0.0)
-                  for _ in states])
-    assert model.snapshot_modules() == ("xgboost",)   # the next snapshot trains
-    assert RandomModel(0).snapshot_modules() == ()
 
 
 class _Upcoming(RandomModel):

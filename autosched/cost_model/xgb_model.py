@@ -21,19 +21,20 @@ operator families -- and each training continues boosting from it (the prior's t
 new trees fit what the task's own records say differently).  ``prior=None`` gives
 Ansor's behaviour.  A prior made with other features is not used (a warning says so).
 
+xgboost is called through its C API (``xgb_native.py``): the tuner never imports the
+xgboost package, whose import (scikit-learn and scipy with it) took 1.2 s.
+
 Invariants: before ``num_warmup_sample`` records (and with no loaded booster) XGBModel
-scores with the prior (read by numpy, ``trees.py``: no xgboost import), or returns
-seeded random scores without one; ``update`` only stores records, and the next use of
-the model (prediction, ``booster``, ``save``) trains on all of them when there are at
-least ``retrain_ratio`` new ones since the last training (from the prior when there is
-one, else from scratch), with Ansor's early stopping;
-all randomness is seeded; ``save``/``load`` use one JSON document (xgboost's
+scores with the prior, or returns seeded random scores without one; ``update`` only
+stores records, and the next use of the model (prediction, ``booster``, ``save``) trains
+on all of them when there are at least ``retrain_ratio`` new ones since the last
+training (from the prior when there is one, else from scratch), with Ansor's early
+stopping; all randomness is seeded; ``save``/``load`` use one JSON document (xgboost's
 JSON model plus a header with ``FEATURE_VERSION`` and the feature count) and ``load``
 refuses a file made with other features.  No pickle anywhere.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import warnings
@@ -61,23 +62,20 @@ from ..workload import workload_key_to_tensors
 from .base import CostModel, CostModelError, FeatureVersionError
 from .boosting import boost_pack_sum, pack_ids, pack_sum
 from .pretrained import PRETRAINED_PATH
-from .trees import TreeEnsemble
+from .xgb_native import NATIVE
 
 MODEL_FORMAT = "autosched.XGBModel"
 PRIOR_BUILTIN = "builtin"
-_XGBOOST: list = []
 _PRIORS: dict = {}     # path -> raw booster JSON (bytes), or None when unusable
-_PRIOR_TREES: dict = {}  # raw booster JSON -> TreeEnsemble
+_PRIOR_BOOSTERS: dict = {}  # (raw booster JSON, nthread) -> its Booster (read-only use)
 
 _LOG = logging.getLogger("autosched.cost_model")
 
 
 def _xgb():
-    """The xgboost module, imported on first use: importing it costs ~1.2 s, and every
-    build/run worker process imports this package but never trains a model."""
-    if not _XGBOOST:
-        _XGBOOST.append(importlib.import_module("xgboost"))
-    return _XGBOOST[0]
+    """What the model calls xgboost through: its C API (``xgb_native.NATIVE``), whose
+    library loads on first use in ~10 ms, where importing the package took 1.2 s."""
+    return NATIVE
 
 
 @dataclass(frozen=True)
@@ -153,7 +151,7 @@ class XGBModel(CostModel):
         self.model_file = model_file
         self.seed = 0 if seed is None else seed
         self.extractor = FeatureExtractor(feature_config)
-        self._booster: Any = None     # an xgboost.Booster once trained (or loaded)
+        self._booster: Any = None     # an xgb_native.Booster once trained (or loaded)
         self._records: list = []
         self._rng = np.random.default_rng(seed)
         self._prior_raw = _prior_bytes(prior)   # an explicit prior path fails here
@@ -166,7 +164,8 @@ class XGBModel(CostModel):
 
     @property
     def booster(self):
-        """The trained xgboost.Booster (None before the warm-up).  Training is lazy: an
+        """The trained booster (an ``xgb_native.Booster``: ``to_xgboost()`` makes it an
+        ``xgboost.Booster``; None before the warm-up).  Training is lazy: an
         ``update`` only stores records, and the model trains when it is next used, so
         the measurements of a run's last round are never trained on for nothing."""
         if self._records and self.num_records >= self.warmup and self._enough_new():
@@ -177,19 +176,16 @@ class XGBModel(CostModel):
     def booster(self, value) -> None:
         self._booster = value
 
-    def _prior_trees(self):
-        """The prior as a numpy TreeEnsemble: scoring with it needs no xgboost import."""
-        if self._prior_raw is None:
-            return None
-        trees = _PRIOR_TREES.get(self._prior_raw)
-        if trees is None:
-            trees = _PRIOR_TREES[self._prior_raw] = TreeEnsemble.from_json(self._prior_raw)
-        return trees
-
     def _prior_booster(self):
-        """The prior as an xgboost.Booster (made on first use: importing xgboost is slow)."""
+        """The prior as a Booster, loaded once per process (a helper gets a fresh
+        snapshot every round; loading the JSON takes milliseconds).  It is only read:
+        predictions, and training copies it before boosting on."""
         if self._prior is None and self._prior_raw is not None:
-            self._prior = _booster_from_json(self._prior_raw, self.params.nthread)
+            key = (self._prior_raw, self.params.nthread)
+            prior = _PRIOR_BOOSTERS.get(key)
+            if prior is None:
+                prior = _PRIOR_BOOSTERS[key] = _booster_from_json(*key)
+            self._prior = prior
         return self._prior
 
     @property
@@ -337,21 +333,19 @@ class XGBModel(CostModel):
         return snap
 
     def snapshot_modules(self) -> tuple:
-        """xgboost once the snapshot holds a booster (trained, loaded or about to be
-        trained); the prior alone travels as JSON and scores with numpy."""
-        ready = self._booster is not None or (self._records and self.num_records >= self.warmup)
-        return ("xgboost",) if ready else ()
+        """Nothing: a snapshot's booster unpickles through xgboost's C API, which needs
+        no module import (``xgb_native``)."""
+        return ()
 
     def upcoming_modules(self) -> tuple:
-        """xgboost: every snapshot after the first training holds a booster."""
-        return ("xgboost",)
+        """Nothing, as ``snapshot_modules``."""
+        return ()
 
     def predict_rows(self, rows) -> np.ndarray:
         """Program scores for a list of feature matrices (one per program)."""
         X = np.concatenate(rows)
         booster = self.booster
-        preds = booster.inplace_predict(X) if booster is not None else \
-            self._prior_trees().predict(X)
+        preds = (booster if booster is not None else self._prior_booster()).inplace_predict(X)
         return pack_sum(preds, pack_ids([len(r) for r in rows]), len(rows))
 
     # ------------------------------------------------------------------ persistence

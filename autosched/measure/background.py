@@ -1,14 +1,13 @@
 """Imports run in a background thread while the tuner's process waits for a round's
 builds, and finished before anything is timed.
 
-Why: the first trained search round of a process imports xgboost (1.15 s here, 0.96 s
-of it scikit-learn), on that round's critical path, while during the round before the
-tuner's process had mostly waited on its build workers.  The tune loops (``tune``,
-``TaskScheduler.tune``) name what the cost model's later rounds need (its
+Why: a cost model may need a slow import for its first trained round (importing the
+xgboost package took 1.15 s here; ``XGBModel`` now calls xgboost's C API and needs
+none, but a user's model may), on that round's critical path, while during the round
+before the tuner's process had mostly waited on its build workers.  The tune loops
+(``tune``, ``TaskScheduler.tune``) name what the cost model's later rounds need (its
 ``upcoming_modules``) when another round follows, and ``ProgramMeasurer`` imports it
-meanwhile.  The thread imports the whole module, as the user's own import would (the
-``tune`` command's lean import, ``cli.import_xgboost_early``, happens before and makes
-this a no-op).
+meanwhile.  The thread imports the whole module, as the user's own import would.
 
 Invariants: one import thread at a time; ``settle()`` returns only once none runs, and
 the measurer calls it before every run, so no import competes with a timing; a module

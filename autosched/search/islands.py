@@ -35,30 +35,21 @@ Invariants:
   feature memo every round, and the helper swaps in its own, whose states (of the same
   DAG objects, the kept task's) recur from round to round -- the tuner's model keeps
   its memo, and a cold one made the helper's island ~10% slower than the tuner's;
-- the helpers import what a model's snapshot will need (``snapshot_modules``:
-  xgboost) after sampling, while the tuner trains that model, instead of inside the
-  evolution job, where the tuner's own island would wait for it.  A model names what
-  its later snapshots will need (``upcoming_modules``) and the helpers import it right
-  after a round's islands, under the pool's lock but without holding back
-  ``results``: training the first booster takes ~0.1 s and the import 0.3-0.5 s, so
-  warming up only then left that round's helper island starting late.  A helper
-  imports xgboost without its scikit-learn interface (which it never uses): with
-  scikit-learn, the import costs 1.2 s, of which 0.9 s is scikit-learn and
-  scipy.stats, and a first training (0.1 s) ended long before it.  Only helpers and
-  the ``tune`` command's own process (``cli.import_xgboost_early``, when it runs no
-  user code) do this: a library user's process is the user's, whose own use of
-  xgboost must find it whole.
+- the helpers import what a model's snapshot will need (``snapshot_modules``) after
+  sampling, while the tuner trains that model, instead of inside the evolution job,
+  where the tuner's own island would wait for it; what later snapshots will need
+  (``upcoming_modules``) right after a round's islands, under the pool's lock but
+  without holding back ``results``.  (``XGBModel`` needs nothing: it calls xgboost
+  through its C API, ``cost_model/xgb_native.py``.)
 """
 from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.abc
 import itertools
 import os
 import pickle
 import random
-import sys
 import threading
 
 from ..measure.workers import WorkerError, WorkerPool, pause_gc_until_replied
@@ -90,29 +81,10 @@ def helpers_for(p: SearchParams, num_cores: int) -> int:
     return max(0, min(MAX_HELPERS, min(num_cores, os.cpu_count() or 1) - 1))
 
 
-class _WithoutScikitLearn(importlib.abc.MetaPathFinder):
-    """Finds no scikit-learn: xgboost then defines its estimators on stand-in bases."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "sklearn" or name.startswith("sklearn."):
-            raise ModuleNotFoundError(f"No module named {name!r} (autosched search helpers "
-                                      "import xgboost without scikit-learn)", name=name)
-        return None
-
-
 def import_modules(names: tuple) -> None:
-    """A helper's warm-up job: import ``names`` (what the next snapshot unpickles);
-    xgboost without scikit-learn (see the module docstring)."""
+    """A helper's warm-up job: import ``names`` (what the next snapshot unpickles)."""
     for name in names:
-        lean = name == "xgboost" and name not in sys.modules and "sklearn" not in sys.modules
-        finder = _WithoutScikitLearn()
-        if lean:
-            sys.meta_path.insert(0, finder)
-        try:
-            importlib.import_module(name)
-        finally:
-            if lean:
-                sys.meta_path.remove(finder)
+        importlib.import_module(name)
 
 
 def _pool(size: int) -> WorkerPool:

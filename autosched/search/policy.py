@@ -158,8 +158,8 @@ class SketchPolicy(_Policy):
             tuple(s.transform_steps) for s in self.generate_sketches())
         # the helpers sample their islands while this process trains the model (in
         # snapshot()), and import what unpickling it needs (``snapshot_modules``).
-        # What later snapshots need (xgboost, once the prior gives way to a trained
-        # booster) is imported after this round's islands, while the tuner measures:
+        # What later snapshots need (a custom model's; XGBModel needs no import) is
+        # imported after this round's islands, while the tuner measures:
         # imported during the first trained round's training instead, it held that
         # round's helper island back by 0.3-0.5 s
         run = start_islands(self.task, island, seeds, helpers, share, self.measured_keys,
