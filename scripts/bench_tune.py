@@ -91,7 +91,7 @@ def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
     policy = auto.SketchPolicy(task, make_model(model, seed), seed=seed, verbose=0)
     cuts: dict = {}
     trials = errors = 0
-    wall = busy = 0.0
+    wall = busy = search = 0.0
     for b in sorted(budgets):
         opts = auto.TuningOptions(num_measure_trials=b - trials,
                                   num_measures_per_round=per_round, verbose=0,
@@ -102,10 +102,14 @@ def tune_once(func, args, model: str, budgets, seed: int, per_round: int,
         trials, errors = trials + stats.trials, errors + stats.errors
         wall += stats.wall_seconds
         busy += stats.measure_seconds
+        search += stats.search_seconds
         cuts[b] = sum(1 for _ in load_records(log))
+    # the overhead split: search rounds, and the rest (neither search nor measurement)
     return {"task": task, "log": log, "cuts": cuts, "trials": trials, "errors": errors,
             "wall_s": wall, "candidates_per_s": trials / wall,
-            "overhead_share": max(0.0, wall - busy) / wall}
+            "overhead_share": max(0.0, wall - busy) / wall,
+            "stats": {"search_s": search, "rest_s": max(0.0, wall - busy - search),
+                      "measure_s": busy}}
 
 
 def best_within(task, log: str, n_records: int):
