@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 import xgboost
 
-from autosched.cost_model import XGBModel, XGBParams, pack_ids, pack_sum
+from autosched.cost_model import XGBModel, XGBParams, pack_ids, pack_sum, xgb_native
 from autosched.cost_model.boosting import boost_pack_sum, pack_rmse, pack_sum_square_error
-from autosched.cost_model.xgb_model import _xgb
 from autosched.features.extract import FEATURE_NAMES
 
 
@@ -47,7 +46,7 @@ def test_boost_pack_sum_makes_xgboost_trains_booster(with_prior, rounds, stop):
     model = XGBModel(XGBParams(), seed=0)
     params = model._xgb_params()
     prior = model._prior_booster() if with_prior else None
-    ours = boost_pack_sum(_xgb(), params, X, ids, labels, weights, rounds, stop, prior)
+    ours = boost_pack_sum(xgb_native, params, X, ids, labels, weights, rounds, stop, prior)
     theirs = _by_xgboost_train(params, X, ids, labels, weights, rounds, stop,
                                None if prior is None else prior.to_xgboost())
     assert isinstance(theirs, xgboost.Booster) and not isinstance(ours, xgboost.Booster)

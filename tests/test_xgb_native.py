@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import xgboost
 
+from autosched.cost_model import xgb_native as NATIVE
 from autosched.cost_model.xgb_model import PRIOR_BUILTIN, _prior_bytes
-from autosched.cost_model.xgb_native import NATIVE, XGBoostCallError, library_path
+from autosched.cost_model.xgb_native import XGBoostCallError, library_path
 from autosched.features.extract import FEATURE_NAMES
 
 

@@ -59,10 +59,10 @@ from ..features.extract import (
 from ..record_target import record_target
 from ..steps import serialize
 from ..workload import workload_key_to_tensors
+from . import xgb_native
 from .base import CostModel, CostModelError, FeatureVersionError
 from .boosting import boost_pack_sum, pack_ids, pack_sum
 from .pretrained import PRETRAINED_PATH
-from .xgb_native import NATIVE
 
 MODEL_FORMAT = "autosched.XGBModel"
 PRIOR_BUILTIN = "builtin"
@@ -70,12 +70,6 @@ _PRIORS: dict = {}     # path -> raw booster JSON (bytes), or None when unusable
 _PRIOR_BOOSTERS: dict = {}  # (raw booster JSON, nthread) -> its Booster (read-only use)
 
 _LOG = logging.getLogger("autosched.cost_model")
-
-
-def _xgb():
-    """What the model calls xgboost through: its C API (``xgb_native.NATIVE``), whose
-    library loads on first use in ~10 ms, where importing the package took 1.2 s."""
-    return NATIVE
 
 
 @dataclass(frozen=True)
@@ -298,7 +292,7 @@ class XGBModel(CostModel):
         X, ids, labels, weights = self.dataset()
         p = self.params
         log = _LOG.info if self.verbose_eval else None
-        self._booster = boost_pack_sum(_xgb(), self._xgb_params(), X, ids, labels, weights,
+        self._booster = boost_pack_sum(xgb_native, self._xgb_params(), X, ids, labels, weights,
                                        p.num_boost_round, p.early_stopping_rounds,
                                        self._prior_booster(), self.verbose_eval, log)
         self.trained_on = self.num_records
@@ -391,7 +385,7 @@ def read_model_file(path: str, what: str = "XGBModel.load") -> dict:
 
 
 def _booster_from_json(raw: bytes, nthread: int):
-    booster = _xgb().Booster()
+    booster = xgb_native.Booster()
     booster.load_model(bytearray(raw))
     booster.set_param({"nthread": nthread})
     return booster

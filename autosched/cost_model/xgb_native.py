@@ -8,7 +8,7 @@ second of search overhead, more than a round's search on small kernels.  The sha
 library of the installed ``xgboost-cpu`` wheel loads in ~10 ms, and the model needs a
 dozen of its functions.
 
-Role: ``NATIVE`` stands in for the ``xgboost`` module where ``boosting.py`` and
+Role: this module stands in for the ``xgboost`` module where ``boosting.py`` and
 ``xgb_model.py`` use it: ``DMatrix(X)`` of a float32 matrix, and ``Booster`` with the
 methods they call (boosting with given gradients, margins, slicing, attributes,
 in-place prediction, saving and loading raw models, pickling).  Each method makes the C
@@ -35,7 +35,7 @@ import numpy as np
 
 from .base import CostModelError
 
-__all__ = ["NATIVE", "Booster", "DMatrix", "XGBoostCallError", "library_path"]
+__all__ = ["Booster", "DMatrix", "XGBoostCallError", "library_path"]
 
 _ULONG = ctypes.c_uint64          # xgboost's bst_ulong
 _LIB: list = []
@@ -131,9 +131,7 @@ class Booster:
     docstring)."""
 
     def __init__(self, params=None, cache=(), model_file=None):
-        dmats = (ctypes.c_void_p * max(1, len(cache)))(*[d.handle for d in cache])
-        self.handle: ctypes.c_void_p | None = ctypes.c_void_p()
-        _call("XGBoosterCreate", dmats, _ULONG(len(cache)), ctypes.byref(self.handle))
+        self._create(cache)
         if isinstance(model_file, Booster):
             self._unserialize(model_file._serialize())
         elif isinstance(model_file, (bytes, bytearray)):
@@ -143,6 +141,11 @@ class Booster:
                                    f"got {type(model_file).__name__}")
         # as the package's constructor: every booster validates its parameters
         self.set_param({**(params or {}), "validate_parameters": True})
+
+    def _create(self, cache=()) -> None:
+        dmats = (ctypes.c_void_p * max(1, len(cache)))(*[d.handle for d in cache])
+        self.handle: ctypes.c_void_p | None = ctypes.c_void_p()
+        _call("XGBoosterCreate", dmats, _ULONG(len(cache)), ctypes.byref(self.handle))
 
     def __del__(self):
         if getattr(self, "handle", None) is not None and _LIB:
@@ -238,19 +241,10 @@ class Booster:
         return {"serialized": bytes(self._serialize())}
 
     def __setstate__(self, state: dict) -> None:
-        Booster.__init__(self)
+        self._create()          # as the package's: the serialized state holds the config
         self._unserialize(bytearray(state["serialized"]))
 
     def to_xgboost(self):
         """This booster as an ``xgboost.Booster`` (imports the xgboost package)."""
         xgb = importlib.import_module("xgboost")
         return xgb.Booster(model_file=self.save_raw("ubj"))
-
-
-class _Native:
-    """``NATIVE``: the ``xgboost`` names the cost model uses."""
-    DMatrix = DMatrix
-    Booster = Booster
-
-
-NATIVE = _Native()
