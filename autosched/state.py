@@ -89,7 +89,7 @@ class StageState:
 # shows them, and the structures derived from this one keep them); every other entry
 # must not (``State.struct_memo``)
 PRAGMA_DEPENDENT = frozenset({"print_template", "template_slots", "sample_tails",
-                              "unrolled_structs", "replayed_structs"})
+                              "unrolled_structs", "replayed_structs", "retile_memo"})
 
 
 class State:

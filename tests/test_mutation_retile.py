@@ -17,6 +17,7 @@ from autosched.features.extract import featurize_raw
 from autosched.features.nest import (
     _nest_plan,
     _remirror_plan,
+    extended_leaves,
     leaves_agree,
     leaves_of,
     mirror_leaves,
@@ -405,3 +406,36 @@ def test_replayed_children_of_one_change_share_a_struct_memo(name):
     for kids in groups:
         for child in kids[:4]:
             _assert_replays_to_itself(child)
+
+
+# softmax's sketches have no split to fill: its samples are replayed, not re-tiled
+@pytest.mark.parametrize("name", [f for f in FAMILIES if f != "softmax"] + ["batch_matmul"])
+def test_sampled_states_carry_leaves_equal_to_a_full_mirror(name):
+    # a sample is a re-tiled fill plus compute-location, fuse and annotation steps:
+    # its leaves are the fill's extended by those steps, never mirrored again
+    task = _task(name)
+    pop = auto.SketchPolicy(task, seed=3, verbose=0).sample_initial_population(60)
+    carried = [st for st in pop if st._leaves is not None]
+    assert carried, "no sample carries its leaves"
+    for st in carried:
+        assert st._leaves[0] == mirror_leaves(st), str(st)
+        assert leaves_agree(st)
+        np.testing.assert_array_equal(featurize_raw(st),
+                                      featurize_raw(replay(task.compute_dag,
+                                                           st.transform_steps)))
+
+
+def test_extended_leaves_share_untouched_stages_and_decline_a_dataflow_step():
+    task = _task("matmul")
+    st = task.compute_dag.init_state()
+    apply_step(st, ST.SplitStep(2, 0, 256, (8,), True))
+    base = mirror_leaves(st)
+    n = len(st.transform_steps)
+    apply_step(st, ST.FuseStep(2, (0, 1)))
+    apply_step(st, ST.AnnotationStep(2, 0, S.ANN_PARALLEL))
+    got = extended_leaves(base, st.transform_steps, n)
+    assert got == mirror_leaves(st)
+    assert got[0] is base[0] and got[2] is not base[2]      # copied only where changed
+    assert extended_leaves(base, st.transform_steps, len(st.transform_steps)) is base
+    apply_step(st, ST.CacheReadStep(0, "local", (2,)))         # stages move
+    assert extended_leaves(base, st.transform_steps, n) is None

@@ -322,25 +322,27 @@ class FeatureExtractor:
     def _rows_of(self, jobs) -> list:
         """Each state's rows (float32, log-scaled) from its jobs: the rows of stores
         outside any compute_at seen before come from ``_stores`` (``_store_key``), the
-        others are computed in one batch.  A state whose rows are all computed gets a
-        view of the batch, as before the memo; the others a stacked copy."""
+        others are computed in one batch.  Each state gets a view: of the batch when no
+        row was remembered, else of one gather of the batch's and the remembered rows."""
         stores = self._stores
         todo: list = []         # the jobs to compute
-        plan: list = []         # per state: a row per job, (True, row) or (False, index)
+        reused: list = []       # the remembered rows taken
+        order: list = []        # per row, state by state: its index in todo, or ~index
+        bounds: list = [0]      # where each state's rows end in ``order``
         fresh: list = []        # (key, span, index in todo) of computed rows to remember
         for js in jobs:
-            got = []
             for job in js:
                 key = _store_key(job)
                 hit = None if key is None else stores.get(key)
                 if hit is not None and hit[0] is job[0].span:
-                    got.append((True, hit[1]))
+                    order.append(~len(reused))
+                    reused.append(hit[1])
                 else:
                     if key is not None:
                         fresh.append((key, job[0].span, len(todo)))
-                    got.append((False, len(todo)))
+                    order.append(len(todo))
                     todo.append(job)
-            plan.append(got)
+            bounds.append(len(order))
         raw = rows_for(todo, self.config.cache_line_bytes)
         raw[:, _LOG] = slog(raw[:, _LOG])
         raw = raw.astype(np.float32)
@@ -350,14 +352,16 @@ class FeatureExtractor:
             row = raw[k].copy()         # not a view: it would keep the whole batch alive
             row.flags.writeable = False
             stores[key] = (span, row)
-        out = []
-        for got in plan:
-            if all(not cached for cached, _ in got):
-                lo = got[0][1] if got else 0
-                out.append(raw[lo:lo + len(got)])     # computed together: a view
-            else:
-                out.append(np.stack([v if cached else raw[v] for cached, v in got]))
-        return out
+        if not reused:
+            # every row computed, in state order: each state's rows are a view
+            return [raw[a:b] for a, b in zip(bounds, bounds[1:])]
+        # one gather of the computed and the remembered rows into state order (a
+        # stack per state was a tenth of featurizing); the states get views of it
+        src = np.concatenate((raw, np.stack(reused)))
+        idx = np.array(order, dtype=np.intp)
+        idx[idx < 0] = len(todo) + ~idx[idx < 0]
+        gathered = src[idx]
+        return [gathered[a:b] for a, b in zip(bounds, bounds[1:])]
 
     def _remember(self, key, dag, rows) -> None:
         self._memo[key] = (dag, rows)

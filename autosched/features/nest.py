@@ -216,6 +216,28 @@ def _leaf_step(step, t, steps, lv: list, check_splits: bool) -> list | None:
     return lv
 
 
+def extended_leaves(leaves: list, steps, start: int) -> list | None:
+    """``mirror_leaves`` of a state whose steps are ``steps``, given ``leaves``, the
+    (unchecked) mirrored leaves of ``steps[:start]``: the later split, fuse and
+    reorder steps applied to them (the lists they change are copies; the others are
+    shared, read-only); None when a later step is a dataflow step (stages move).
+
+    Why: a sampled state is a re-tiled fill, whose leaves are known, followed by
+    compute-location, fuse and annotation steps; mirroring all its steps again was
+    a tenth of featurizing a random sample."""
+    out = None
+    for step in steps[start:]:
+        t = type(step)
+        if t in _DATAFLOW:
+            return None
+        if t in _LEAF_STEPS:
+            if out is None:
+                out = list(leaves)
+            sid = step.stage_id
+            out[sid] = _leaf_step(step, t, steps, list(out[sid]), False)
+    return leaves if out is None else out
+
+
 def remirror_leaves(parent, child, changed) -> list | None:
     """``mirror_leaves(child, check_splits=True)``, for a ``child`` whose steps are its
     ``parent``'s but for the splits at indices ``changed``, all after the last dataflow

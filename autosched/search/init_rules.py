@@ -13,7 +13,9 @@ from functools import lru_cache
 
 from .. import state as S
 from ..errors import InvalidStepError
+from ..features.nest import extended_leaves
 from ..steps import registry as ST
+from ..steps.loop import make_split_step
 from ..steps.registry import apply_step
 from .retile import may_retile, retiled
 from .sketch_rules import consumers, is_output, needs_mlt
@@ -85,10 +87,10 @@ def fill_tile_sizes(sketch, rng):
     for k in unknown:
         step = steps[k]
         ext = example.transform_steps[k].extent
-        steps[k] = ST.SplitStep(step.stage_id, step.iter_id, ext,
-                                sample_lengths(ext, len(step.lengths), rng),
-                                step.inner_to_outer)
-    state = retiled(example, unknown[0], steps)
+        steps[k] = make_split_step(step.stage_id, step.iter_id, ext,
+                                   sample_lengths(ext, len(step.lengths), rng),
+                                   step.inner_to_outer)
+    state = retiled(example, unknown[0], steps, tuple(unknown))
     return state if state is not None else _replay_filled(sketch, rng)
 
 
@@ -236,6 +238,8 @@ def sample_state(sketch, rng, num_cores: int):
     # a re-tiled fill shares its structure with the sketch's filled example (the memo)
     base = state._struct
     n_filled = len(state.transform_steps)
+    # a re-tiled fill's leaves are known: the later steps extend them (below)
+    filled_leaves = state._leaves[0] if state._leaves is not None else None
     state = change_compute_location(state, rng)
     # Mostly TVM's granularity (cores*16); sometimes coarser, which leaves the inner
     # loops of small or elementwise stages free to be vectorized.
@@ -245,6 +249,10 @@ def sample_state(sketch, rng, num_cores: int):
     state = init_unroll(state, rng)
     if base is not None:
         _share_structure(state, base, n_filled)
+    if filled_leaves is not None and state._leaves is None:
+        leaves = extended_leaves(filled_leaves, state.transform_steps, n_filled)
+        if leaves is not None:
+            state._leaves = [leaves, None]
     return state
 
 

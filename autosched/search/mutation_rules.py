@@ -11,10 +11,12 @@ replayed.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from .. import state as S
 from ..errors import InvalidStepError
 from ..steps import registry as ST
+from ..steps.loop import make_split_step
 from ..steps.registry import apply_step
 from .init_rules import (
     AUTO_UNROLL_CONFIGS,
@@ -81,17 +83,30 @@ def mutate_tile_size(state, rng):
     if not src:
         return None
     i = rng.choice(src)
-    d = rng.choice([x for x in divisors(levels[i]) if x > 1])
-    j = rng.choice([x for x in range(len(levels)) if x != i])
+    # the draws are those of the lists these tuples stand for: the same stream
+    d = rng.choice(_factors(levels[i]))
+    j = rng.choice(_other_levels(len(levels), i))
     levels[i] //= d
     levels[j] *= d
     lengths = tuple(levels[1:]) if sp.inner_to_outer else tuple(levels[:-1])
     if lengths[-1] > MAX_INNERMOST_FACTOR:
         return None
     steps = list(state.transform_steps)
-    steps[k] = ST.SplitStep(sp.stage_id, sp.iter_id, sp.extent, lengths, sp.inner_to_outer)
-    child = retiled(state, k, steps)
+    steps[k] = make_split_step(sp.stage_id, sp.iter_id, sp.extent, lengths,
+                               sp.inner_to_outer)
+    child = retiled(state, k, steps, (k,))
     return child if child is not None else replay(state.dag, steps)
+
+
+@lru_cache(maxsize=4096)
+def _factors(n: int) -> tuple:
+    """The divisors of ``n`` above 1, ascending."""
+    return tuple(x for x in divisors(n) if x > 1)
+
+
+@lru_cache(maxsize=256)
+def _other_levels(n: int, i: int) -> tuple:
+    return tuple(x for x in range(n) if x != i)
 
 
 def _prod(xs):

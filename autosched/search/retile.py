@@ -44,55 +44,65 @@ def may_retile(state, k: int) -> bool:
     return state.concrete and k > last_dataflow_step(state) and leaves_agree(state)
 
 
-def retiled(state, k: int, steps: list):
+def retiled(state, k: int, steps: list, changed: tuple | None = None):
     """The State that ``steps`` -- ``state``'s steps with the lengths of some splits
     changed, the first at index ``k`` -- replay to, built from ``state``'s structure and
     the mirrored leaves of ``steps``; None when that is not exact (a dataflow step after
     ``k``, whose ops may depend on the split; a structure the loop model does not
-    mirror) or a split step's extent check fails (the caller replays, which decides)."""
+    mirror) or a split step's extent check fails (the caller replays, which decides).
+    ``changed``: the indices of the changed splits, when the caller knows them (else
+    the steps that are not ``state``'s own objects); the child keeps ``steps``."""
     if not may_retile(state, k):
         return None
-    child = S.State(state.dag, state.stages, state.attach_map, steps, True,
+    child = S.State(state.dag, state.stages, state.attach_map, (), True,
                     state.dataflow_key)
+    child.transform_steps = steps
     child._struct = state.struct_memo()
-    old = state.transform_steps
-    leaves = remirror_leaves(state, child, [j for j in range(k, len(steps))
-                                            if steps[j] is not old[j]])
+    if changed is None:
+        old = state.transform_steps
+        changed = tuple(j for j in range(k, len(steps)) if steps[j] is not old[j])
+    leaves = remirror_leaves(state, child, changed)
     if leaves is None:
         return None
     stages = child.stages
     # an iterator is decided by the structure (name, kind, annotation) and its extent,
     # so the structure's states share one per (stage, position, extent): a search round
-    # re-tiles ~10^4 states, and making each changed iterator anew was a tenth of it
-    made = child._struct.get("iterators")
-    if made is None:
-        made = child._struct["iterators"] = {}
+    # re-tiles ~10^4 states, and making each changed iterator anew was a tenth of it.
+    # Per stage and position: those iterators by extent, and the position's slot in
+    # the print template (-1: none)
+    per_stage = child._struct.get("retile_memo")
+    if per_stage is None:
+        slot = S.template_slots(state)
+        per_stage = child._struct["retile_memo"] = [
+            ([{} for _ in st.iters], [slot.get((sid, j), -1) for j in range(len(st.iters))])
+            for sid, st in enumerate(stages)]
     # the printout's extents: the parent's, with the changed iterators' replaced
     # (filling the template from every iterator was about 3% of a conv2d round)
     fill = None if state._fill is None else list(state._fill)
-    slot = {} if fill is None else S.template_slots(state)
     # the parent's leaves agree with its iterators, and the memoized carving returns
     # the same atom tuples for the same splits: only leaves that are other objects can
     # have another extent (a stage whose leaf list compares equal has none)
-    for sid, (st, lv, plv) in enumerate(zip(stages, leaves, leaves_of(state))):
-        if lv == plv:
+    for sid, (lv, plv) in enumerate(zip(leaves, leaves_of(state))):
+        if lv is plv or lv == plv:
             continue
+        st = stages[sid]
+        iters = st.iters
+        made, slots = per_stage[sid]
         new = None
-        for j, (it, atoms, old) in enumerate(zip(st.iters, lv, plv)):
-            if atoms is old:
+        for j, atoms in enumerate(lv):
+            if atoms is plv[j]:
                 continue
-            e = leaf_extent(atoms)
+            e = atoms[0][2] if len(atoms) == 1 else leaf_extent(atoms)
+            it = iters[j]
             if e != it.extent:
                 if new is None:
-                    new = list(st.iters)
-                made_it = made.get((sid, j, e))
+                    new = list(iters)
+                made_it = made[j].get(e)
                 if made_it is None:
-                    made_it = made[(sid, j, e)] = S.replace(it, extent=e)
+                    made_it = made[j][e] = S.replace(it, extent=e)
                 new[j] = made_it
-                if fill is not None:
-                    at = slot.get((sid, j))
-                    if at is not None:
-                        fill[at] = e
+                if fill is not None and slots[j] >= 0:
+                    fill[slots[j]] = e
         if new is not None:
             stages[sid] = S.replace(st, iters=tuple(new))
     child._leaves = [leaves, True]
