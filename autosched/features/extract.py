@@ -359,7 +359,8 @@ class FeatureExtractor:
         # stack per state was a tenth of featurizing); the states get views of it
         src = np.concatenate((raw, np.stack(reused)))
         idx = np.array(order, dtype=np.intp)
-        idx[idx < 0] = len(todo) + ~idx[idx < 0]
+        remembered = idx < 0
+        idx[remembered] = len(todo) + ~idx[remembered]
         gathered = src[idx]
         return [gathered[a:b] for a, b in zip(bounds, bounds[1:])]
 

@@ -84,7 +84,7 @@ def mutate_tile_size(state, rng):
         return None
     i = rng.choice(src)
     # the draws are those of the lists these tuples stand for: the same stream
-    d = rng.choice(_factors(levels[i]))
+    d = rng.choice(divisors(levels[i])[1:])         # ascending, 1 first: those above 1
     j = rng.choice(_other_levels(len(levels), i))
     levels[i] //= d
     levels[j] *= d
@@ -96,12 +96,6 @@ def mutate_tile_size(state, rng):
                                sp.inner_to_outer)
     child = retiled(state, k, steps, (k,))
     return child if child is not None else replay(state.dag, steps)
-
-
-@lru_cache(maxsize=4096)
-def _factors(n: int) -> tuple:
-    """The divisors of ``n`` above 1, ascending."""
-    return tuple(x for x in divisors(n) if x > 1)
 
 
 @lru_cache(maxsize=256)
