@@ -34,7 +34,7 @@ from .errors import InvalidStepError
 from .layout_rewrite import LayoutRewriteOption
 from .search.init_rules import sample_state
 from .search.mutation_rules import mutate
-from .search.sketch_rules import generate_sketches
+from .search.sketch_rules import generate_sketches, task_sketch_options
 from .search.sparse_rule import sparse_sketch_rules
 from .steps import registry as ST
 from .steps.compute import scope_violation
@@ -329,8 +329,8 @@ def search_state(task, rng: random.Random):
     if sketches is None:
         # the built-in rules' sketches and, for the sparse kernels, their custom rules'
         init = task.compute_dag.init_state()
-        both = generate_sketches(init, NUM_CORES) + generate_sketches(
-            init, NUM_CORES, sparse_sketch_rules())
+        both = generate_sketches(init, NUM_CORES, **task_sketch_options(task)) + \
+            generate_sketches(init, NUM_CORES, sparse_sketch_rules())
         sketches = _SKETCHES[task.workload_key] = list(
             {str(st) + repr(st.transform_steps): st for st in both}.values())
     for _ in range(20):

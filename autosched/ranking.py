@@ -19,6 +19,8 @@ import statistics
 
 # a tuned state must beat the default schedule's state by this share to replace it
 PREFER_MARGIN = 0.03
+# a figure this many times the state's median is an interruption, not the kernel
+OUTLIER_FACTOR = 3.0
 
 
 def retimed_cost(costs) -> float:
@@ -40,6 +42,16 @@ def retimed_cost(costs) -> float:
     return ordered[1] if len(ordered) >= 2 else ordered[0]
 
 
+def capped_mean(costs) -> float:
+    """The mean of ``costs`` with each figure capped at ``OUTLIER_FACTOR`` times their
+    median.  The mean is what catches a kernel with a few slow figures (half as fast,
+    see ``tuning.rank_records``); a single measurement that an interruption made 10x
+    slower (seen here: a 3.3 ms conv2d measured once at 36 ms among 12 figures within
+    4% of each other) would otherwise decide alone, and keep the default schedule."""
+    cap = statistics.median(costs) * OUTLIER_FACTOR
+    return statistics.mean(min(c, cap) for c in costs)
+
+
 def rank_figures(figures: dict, prefer=None) -> list:
     """``rank_records``' order of the keys of ``figures`` (key -> the costs measured for
     that state); ``prefer``: the default schedule's key."""
@@ -50,7 +62,7 @@ def rank_figures(figures: dict, prefer=None) -> list:
         if (len(dflt) < 3) == (len(best) < 3) and (
                 retimed_cost(dflt) <= retimed_cost(best) * (1 + PREFER_MARGIN) or
                 statistics.median(dflt) <= statistics.median(best) * (1 + PREFER_MARGIN) or
-                statistics.mean(dflt) <= statistics.mean(best) * (1 + PREFER_MARGIN)):
+                capped_mean(dflt) <= capped_mean(best) * (1 + PREFER_MARGIN)):
             keyed.insert(0, keyed.pop(pos))
     return keyed
 

@@ -57,7 +57,7 @@ from .evolution import SearchParams, evolve, sample_population
 from .gc_pause import paused_gc
 from .heap import retain_in_this_process
 from .mutation_rules import replay
-from .sketch_rules import generate_sketches
+from .sketch_rules import generate_sketches, task_sketch_options
 
 ISLAND_TIMEOUT = 600.0      # seconds for one island's search (a round takes seconds)
 MAX_HELPERS = 3
@@ -166,7 +166,8 @@ def _sample_island(task, params, seed, n_init, seed_steps, num_cores,
     key = (task.workload_key, str(task.target), sketch_steps)
     if key not in _SKETCHES:
         if sketch_steps is None:
-            sketches = generate_sketches(task.compute_dag.init_state(), num_cores)
+            sketches = generate_sketches(task.compute_dag.init_state(), num_cores,
+                                         **task_sketch_options(task))
         else:
             sketches = [task.compute_dag.state_from_steps(steps) for steps in sketch_steps]
         _SKETCHES[key] = (task, sketches)

@@ -31,7 +31,7 @@ from .evolution import SearchParams, evolve, next_generation, sample_population
 from .gc_pause import paused_gc
 from .islands import helpers_for, start_islands
 from .mutation_rules import replay
-from .sketch_rules import generate_sketches
+from .sketch_rules import generate_sketches, task_sketch_options
 
 __all__ = ["SearchParams", "SketchPolicy", "EmptyPolicy"]
 
@@ -113,7 +113,7 @@ class SketchPolicy(_Policy):
         if sketches is None:
             sketches = self._sketches = generate_sketches(
                 self.task.compute_dag.init_state(), self.num_cores,
-                self.custom_sketch_rules, self)
+                self.custom_sketch_rules, self, **task_sketch_options(self.task))
         if print_for_debug:
             for k, s in enumerate(sketches):
                 print(f"=== sketch {k} ===\n{s}")

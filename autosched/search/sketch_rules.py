@@ -4,11 +4,17 @@ Sketches are built by visiting stages from the last to the first; at each stage 
 applicable rule turns a (state, stage_id) into new (state, next_stage_id) pairs.  A
 sketch has the loop structure fixed but split lengths unknown (None); the init rules
 fill them.  Rules: skip, always-inline, add-rfactor, add-cache-write, multi-level tiling
-"SSRSRS" with and without fusing the elementwise consumer.  Custom rules (TVM's
+"SSRSRS" with and without fusing the elementwise consumer.  Beyond Ansor, a cache stage
+whose last spatial axis cannot fill the target's vectors gets a second tiling that
+vectorizes another axis (``vector_axis``: a conv2d's output channels).  Custom rules (TVM's
 ``PreloadCustomSketchRule``, given to the policy as an init search callback) are tried
 before these at every stage, as TVM's; what they return is checked here.
 """
 from __future__ import annotations
+
+from compiler.te.tensor import ComputeOp
+from compiler.tir import dtype as DT
+from compiler.tir.analysis import uses_var
 
 from .. import state as S
 from ..errors import AutoSchedError
@@ -83,14 +89,16 @@ def needs_mlt(state, sid) -> bool:
         and not any(is_data_dependent(iv) for iv in st.op.reduce_axis)
 
 
-def multi_level_tiling(state, sid, structure=CPU_STRUCTURE):
-    """Split every iterator per ``structure`` and reorder; returns spatial split step ids."""
+def multi_level_tiling(state, sid, structure=CPU_STRUCTURE, last_axis=None):
+    """Split every iterator per ``structure`` and reorder; returns spatial split step ids.
+    ``last_axis`` (an iterator id, see ``vector_axis``): that spatial axis's innermost
+    tile moves behind the other innermost spatial tiles, so it is the one vectorized."""
     st = state.stages[sid]
     n_s, n_r = structure.count("S"), structure.count("R")
     levels: dict = {"S": [[] for _ in range(n_s)], "R": [[] for _ in range(n_r)]}
     spatial_steps = []
-    iid = 0
-    for it in list(st.iters):
+    iid, moved = 0, None
+    for k_it, it in enumerate(list(st.iters)):
         kind = "S" if it.kind == S.SPATIAL else "R"
         n = n_s if kind == "S" else n_r
         if kind == "S":
@@ -99,13 +107,66 @@ def multi_level_tiling(state, sid, structure=CPU_STRUCTURE):
             apply_step(state, ST.SplitStep(sid, iid, it.extent, (None,) * (n - 1), True))
         for k in range(n):
             levels[kind][k].append(iid + k)
+        if k_it == last_axis:
+            moved = iid + n - 1
         iid += n
+    if moved is not None:
+        levels["S"][-1].remove(moved)
+        levels["S"][-1].append(moved)
     order, cnt = [], {"S": 0, "R": 0}
     for ch in structure:
         order += levels[ch][cnt[ch]]
         cnt[ch] += 1
     apply_step(state, ST.ReorderStep(sid, tuple(order)))
     return spatial_steps
+
+
+def vector_axis(state, sid, vector_bytes: int, rewrite_layout: bool):
+    """The spatial iterator a stage about to be tiled should vectorize instead of its
+    last one, or None (then it is Ansor's sketch alone).
+
+    Ansor vectorizes the innermost tile of the last spatial axis.  When that axis's
+    extent is no multiple of the vector lanes (a 56-wide image row on 16 float lanes)
+    every vector is partly empty: a conv2d then stays at half the FMA peak.  Another
+    spatial axis whose extent is a multiple (64 output channels) fills the vectors when
+    every read is contiguous or constant along it: the axis is absent from the read's
+    indices (a broadcast), it is the read's last index, or the tensor is a layout-free
+    weight that the task rewrites into the kernel's loop order."""
+    st = state.stages[sid]
+    axes = st.op.axis
+    if not vector_bytes or len(axes) < 2 or len(st.iters) != len(axes) + len(
+            st.op.reduce_axis):
+        return None
+    lanes = vector_bytes * 8 // DT.bits(st.op.output(0).dtype)
+    extents = [static_extent(iv) for iv in axes]
+    if lanes < 2 or extents[-1] is None or extents[-1] % lanes == 0:
+        return None
+    free = _layout_free_ops(state.dag) if rewrite_layout else frozenset()
+    reads = state.dag.access.info(st.op).reads
+    for k in reversed(range(len(axes) - 1)):
+        if extents[k] is None or extents[k] % lanes:
+            continue
+        if all(_unit_or_no_stride(axes[k].var, t, idxs, free) for t, idxs in reads.items()):
+            return k
+    return None
+
+
+def _layout_free_ops(dag) -> frozenset:
+    return frozenset(w.op if hasattr(w, "op") else w for op in dag.ops
+                     if isinstance(op, ComputeOp)
+                     for w in op.attrs.get("layout_free_placeholders", ()))
+
+
+def _unit_or_no_stride(var, tensor, idxs, free) -> bool:
+    for idx in idxs:
+        used = [d for d, ix in enumerate(idx) if uses_var(ix, var)]
+        if not used:
+            continue
+        plain = all(idx[d] is var for d in used)
+        if plain and (tensor.op in free or used == [len(idx) - 1]):
+            continue
+        return False
+    return True
 
 
 def follow_tiling(state, cid, split_steps, level) -> int:
@@ -192,19 +253,28 @@ def rule_add_cache_write(state, sid):
     return APPLY, [(s, sid)]   # the cache stage now sits at sid; tile it next
 
 
-def rule_mlt_with_fusion(state, sid):
+def _last_axes(state, sid, vec) -> tuple:
+    """Ansor's tiling (None), then the vector-axis variant when there is one.  Only a
+    cache stage gets the variant: its local buffer is laid out in loop order, where an
+    op written in place would store its vectors with a stride."""
+    k = vector_axis(state, sid, *vec) if vec and has_cache_write(state, sid) else None
+    return (None,) if k is None else (None, k)
+
+
+def rule_mlt_with_fusion(state, sid, vec=None):
     if not needs_mlt(state, sid):
         return PASS, []
     cid = elementwise_consumer(state, sid)
     if cid is None:
         return PASS, []
     out = []
-    for level in FUSION_LEVELS:
-        s = state.copy()
-        steps = multi_level_tiling(s, sid)
-        at = follow_tiling(s, cid, steps, level)
-        apply_step(s, ST.ComputeAtStep(sid, cid, at))
-        out.append((s, sid - 1))
+    for last in _last_axes(state, sid, vec):
+        for level in FUSION_LEVELS:
+            s = state.copy()
+            steps = multi_level_tiling(s, sid, last_axis=last)
+            at = follow_tiling(s, cid, steps, level)
+            apply_step(s, ST.ComputeAtStep(sid, cid, at))
+            out.append((s, sid - 1))
     # a cache stage is always fused; an op written in place also keeps a plain tiling
     # (the next rule), as Ansor's RuleMultiLevelTilingWithFusion
     return (APPLY_AND_SKIP_REST if has_cache_write(state, sid) else APPLY), out
@@ -264,12 +334,24 @@ def _checked_pair(name: str, item, state, sid: int) -> tuple:
     return st.copy(), nxt
 
 
-def generate_sketches(init_state, num_cores: int, custom_rules=(), policy=None) -> list:
+def task_sketch_options(task) -> dict:
+    """``generate_sketches``' target arguments for a SearchTask."""
+    return {"vector_bytes": task.hardware_params.vector_unit_bytes,
+            "rewrite_layout": int(getattr(task, "layout_rewrite_option", 0)) != 0}
+
+
+def generate_sketches(init_state, num_cores: int, custom_rules=(), policy=None,
+                      vector_bytes: int = 0, rewrite_layout: bool = False) -> list:
     """All sketches of ``init_state`` (deduplicated by their printed loop nest).
-    ``custom_rules`` (PreloadCustomSketchRule objects) go first, called with ``policy``."""
+    ``custom_rules`` (PreloadCustomSketchRule objects) go first, called with ``policy``.
+    ``vector_bytes`` (the target's vector unit; 0: Ansor's sketches alone) and
+    ``rewrite_layout`` (the task rewrites its weights' layout) decide the vector-axis
+    variants of the tiling rules (``vector_axis``)."""
+    vec = (vector_bytes, rewrite_layout) if vector_bytes else None
     rules = [custom_rule(r, policy) for r in custom_rules] + [
         rule_always_inline, lambda s, i: rule_add_rfactor(s, i, num_cores),
-        rule_add_cache_write, rule_mlt_with_fusion, rule_mlt]
+        rule_add_cache_write, lambda s, i: rule_mlt_with_fusion(s, i, vec),
+        rule_mlt]
     work = [(init_state, len(init_state.stages) - 1)]
     done, seen = [], set()
     while work:
