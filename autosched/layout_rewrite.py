@@ -180,6 +180,13 @@ def has_layout_free(dag) -> bool:
                for op in dag.ops)
 
 
+def layout_free_ops(dag) -> frozenset:
+    """The placeholder ops some compute op of ``dag`` names layout-free."""
+    return frozenset(w.op if isinstance(w, Tensor) else w for op in dag.ops
+                     if isinstance(op, ComputeOp)
+                     for w in op.attrs.get("layout_free_placeholders", ()))
+
+
 def plan_rewrites(dag, sch) -> list:
     """One _Plan per layout-free weight of ``dag`` that the replayed ``sch`` allows."""
     plans = []

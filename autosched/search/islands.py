@@ -64,7 +64,7 @@ MAX_HELPERS = 3
 
 _LOCK = threading.Lock()
 _POOL: list = []            # [WorkerPool] once started
-_SKETCHES: dict = {}        # in a helper: (workload key, target) -> (task, sketches)
+_SKETCHES: dict = {}        # in a helper: (key, target, rewrite, steps) -> (task, sketches)
 _EXTRACTORS: dict = {}      # in a helper: feature config -> FeatureExtractor (its memo)
 _START_FAILED: list = []    # the reason, once helpers could not be started
 _WARMED: set = set()        # (pool size, module) already imported by every helper
@@ -163,7 +163,9 @@ def _sample_island(task, params, seed, n_init, seed_steps, num_cores,
     random sample of the sketches -- the task's own, generated here once, or replayed
     from ``sketch_steps`` (the tuner's sketches, made with custom rules) -- and the
     round's seeds replayed."""
-    key = (task.workload_key, str(task.target), sketch_steps)
+    # the layout-rewrite option is in the key: it decides the vector-axis sketches
+    key = (task.workload_key, str(task.target), int(task.layout_rewrite_option),
+           sketch_steps)
     if key not in _SKETCHES:
         if sketch_steps is None:
             sketches = generate_sketches(task.compute_dag.init_state(), num_cores,

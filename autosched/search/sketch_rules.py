@@ -12,13 +12,13 @@ before these at every stage, as TVM's; what they return is checked here.
 """
 from __future__ import annotations
 
-from compiler.te.tensor import ComputeOp
 from compiler.tir import dtype as DT
 from compiler.tir.analysis import uses_var
 
 from .. import state as S
 from ..errors import AutoSchedError
 from ..extents import is_data_dependent, static_extent
+from ..layout_rewrite import layout_free_ops
 from ..loop_state import LoopState
 from ..steps import registry as ST
 from ..steps.registry import apply_step
@@ -141,7 +141,7 @@ def vector_axis(state, sid, vector_bytes: int, rewrite_layout: bool):
     extents = [static_extent(iv) for iv in axes]
     if lanes < 2 or extents[-1] is None or extents[-1] % lanes == 0:
         return None
-    free = _layout_free_ops(state.dag) if rewrite_layout else frozenset()
+    free = layout_free_ops(state.dag) if rewrite_layout else frozenset()
     reads = state.dag.access.info(st.op).reads
     for k in reversed(range(len(axes) - 1)):
         if extents[k] is None or extents[k] % lanes:
@@ -149,12 +149,6 @@ def vector_axis(state, sid, vector_bytes: int, rewrite_layout: bool):
         if all(_unit_or_no_stride(axes[k].var, t, idxs, free) for t, idxs in reads.items()):
             return k
     return None
-
-
-def _layout_free_ops(dag) -> frozenset:
-    return frozenset(w.op if hasattr(w, "op") else w for op in dag.ops
-                     if isinstance(op, ComputeOp)
-                     for w in op.attrs.get("layout_free_placeholders", ()))
 
 
 def _unit_or_no_stride(var, tensor, idxs, free) -> bool:
