@@ -22,6 +22,9 @@ import llvmlite.binding as llvm
 
 from .errors import BuildError
 
+# Every use of LLVM's objects in this process holds this lock: llvmlite is not thread-safe
+# (the JIT, the compiler and the cache flusher all share one LLVM).
+LLVM_LOCK = threading.RLock()
 _KNOWN_OPTS = ("mcpu", "mattr", "num-cores", "mtriple", "keys", "opt-level")
 
 

@@ -25,12 +25,14 @@ from compiler.runtime import (
     compile_ir_full,
     default_cache,
     empty_aligned,
+    flush_arguments,
     host_target,
     load_module,
     meta_from_primfunc,
     parse_target,
     set_default_cache,
 )
+from compiler.runtime import cacheflush as cacheflush_mod
 from compiler.runtime import timer as timer_mod
 from compiler.runtime.jit import process_stats
 from compiler.runtime.meta import ir_param_alignments
@@ -212,12 +214,27 @@ def test_time_evaluator_min_repeat_ms_grows_number(count_mod):
 
 def test_time_evaluator_cache_flush_runs_before_each_repeat(add_mod, monkeypatch):
     calls = []
-    real = timer_mod.flush_cpu_cache
-    monkeypatch.setattr(timer_mod, "flush_cpu_cache", lambda: (calls.append(1), real()))
+    real = timer_mod.flush_arguments
+    monkeypatch.setattr(timer_mod, "flush_arguments",
+                        lambda regions: (calls.append(list(regions)), real(regions)))
     a, b, c = abc_arrays()
     res = add_mod.time_evaluator(number=2, repeat=3, enable_cpu_cache_flush=True)(a, b, c)
     assert len(calls) == 3 and len(res.results) == 3 and res.mean > 0
+    # TVM's cache_flush_cpu_non_first_arg: every array but the first, whole, each repeat
+    assert all(len(r) == 2 and [n for _, n in r] == [b.nbytes, c.nbytes] for r in calls)
     np.testing.assert_array_equal(c, a + b)   # misaligned output written back after timing
+
+
+def test_flush_arguments_keeps_data_and_falls_back_off_x86(monkeypatch):
+    x = np.arange(100_003, dtype=np.float32)     # not a whole number of cache lines
+    flush_arguments([(x.ctypes.data, x.nbytes), (x.ctypes.data, 0)])
+    np.testing.assert_array_equal(x, np.arange(100_003, dtype=np.float32))
+    assert (cacheflush_mod._native_flusher() is None) == (not cacheflush_mod._is_x86())
+    whole = []
+    monkeypatch.setattr(cacheflush_mod, "_native_flusher", lambda: None)
+    monkeypatch.setattr(cacheflush_mod, "flush_cpu_cache", lambda: whole.append(1))
+    flush_arguments([(x.ctypes.data, x.nbytes)])
+    assert whole == [1]
 
 
 def test_time_evaluator_argument_errors(add_mod):

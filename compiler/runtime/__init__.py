@@ -5,6 +5,7 @@ Data flow: ``compile_ir(ir, target) -> bytes`` (cacheable, runs anywhere) and
 """
 from ..target import Target, host_target, parse_target
 from .cache import DEFAULT_CACHE, ObjectCache, default_cache, set_default_cache
+from .cacheflush import flush_arguments, flush_cpu_cache, last_level_cache_bytes
 from .export import load_module, read_library, register_loader, save_library
 from .jit import (
                   CompileOutput,
@@ -18,7 +19,7 @@ from .jit import (
 from .meta import FuncMeta, ParamMeta, meta_from_primfunc, normalize_funcs_meta, numpy_dtype
 from .module import Function, Module, as_aligned, empty_aligned
 from .ndarray import Device, NDArray, cpu, device
-from .timer import BenchmarkResult, ProfileResult, flush_cpu_cache, last_level_cache_bytes
+from .timer import BenchmarkResult, ProfileResult
 
 __all__ = ["DEFAULT_CACHE", "ObjectCache", "default_cache", "set_default_cache",
            "CompileOutput", "check_runnable", "compile_ir", "compile_ir_full", "load_module",
@@ -27,5 +28,6 @@ __all__ = ["DEFAULT_CACHE", "ObjectCache", "default_cache", "set_default_cache",
            "normalize_funcs_meta", "numpy_dtype", "Function", "Module", "as_aligned",
            "empty_aligned", "Target", "host_target", "parse_target", "ProfileResult",
            "BenchmarkResult",
-           "flush_cpu_cache", "last_level_cache_bytes", "link_objects", "read_library",
+           "flush_arguments", "flush_cpu_cache", "last_level_cache_bytes", "link_objects",
+           "read_library",
            "register_loader", "save_library", "Device", "NDArray", "cpu", "device"]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import ctypes.util
 import itertools
 import os
-import threading
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -40,7 +39,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
-from ..target import Target, _init_llvm, host_cpu, parse_target
+from ..target import LLVM_LOCK, Target, _init_llvm, host_cpu, parse_target
 from .cache import DEFAULT_CACHE, ObjectCache, resolve_cache
 from .libmeta import ir_with_meta
 from .meta import normalize_funcs_meta, resolve_alignment
@@ -48,7 +47,7 @@ from .module import Function, Module
 from .objfile import read_symbols
 from .packed import TRAMPOLINE_SYMBOL, install_trampoline, trampoline_address
 
-_LOCK = threading.RLock()
+_LOCK = LLVM_LOCK          # shared with the cache flusher (runtime.cacheflush)
 _LIB_IDS = itertools.count()
 _STATS = {"compiles": 0, "loads": 0}
 # Symbols the JIT linker itself provides; they are never looked up in the process.

@@ -89,13 +89,18 @@ def as_aligned(arr, align: int = DEFAULT_ALIGN) -> np.ndarray:
 class PreparedCall:
     """Raw pointers for one call, plus the aligned copies to write back afterwards.
 
+    ``regions`` holds (address, nbytes) of each array argument the kernel reads or writes,
+    in parameter order (the addresses of the aligned copies where copies were made); the
+    cache flush of ``time_evaluator`` evicts them.
+
     ``temps`` owns every aligned copy: the pointers in ``ptrs`` point into them, so they
     must live exactly as long as this object (a freed copy would be reused by numpy).
     """
-    __slots__ = ("ptrs", "writeback", "temps")
+    __slots__ = ("ptrs", "writeback", "temps", "regions")
 
-    def __init__(self, ptrs, writeback, temps):
+    def __init__(self, ptrs, writeback, temps, regions):
         self.ptrs = ptrs
+        self.regions = regions
         self.writeback = writeback
         self.temps = temps
 
@@ -223,7 +228,7 @@ class Function:
         if self.meta.shape_vars:
             shapes, values = bind_shapes(self.meta, arrays)
             checks = tuple((c[0], sh) + c[2:] for c, sh in zip(checks, shapes))
-        ptrs, spans, writeback, temps = [], [], [], []
+        ptrs, spans, writeback, temps, regions = [], [], [], [], []
         # Hot path (every call): one flags object per array, identity test on dtype first.
         for k, ((pname, shape, dt, written, align), a) in enumerate(zip(checks, arrays)):
             if self._scalars and k in self._scalars:
@@ -252,10 +257,11 @@ class Function:
                     writeback.append((a, tmp))
                 ptr = _addressof(_from_buffer(tmp))
             ptrs.append(ptr)
+            regions.append((ptr, nbytes))
         if len(spans) > 1:
             self._check_overlap(spans)
         ptrs.extend(values)
-        return PreparedCall(ptrs, writeback, temps)
+        return PreparedCall(ptrs, writeback, temps, regions)
 
     def _scalar(self, pname, dt, a):
         """A Python number for scalar param ``pname`` (ctypes converts it)."""

@@ -14,22 +14,22 @@ Invariants:
 - With ``min_repeat_ms``, a repeat shorter than that is discarded and ``number`` grows
   (as TVM: to the projected count, at least x1.618) until one lasts long enough; the grown
   ``number`` is kept for the following repeats and reported in ``ProfileResult.number``.
-- The cache flush writes every byte of a buffer 1.5x the size of the last-level cache.
+- With ``enable_cpu_cache_flush``, every array argument but the first is flushed from the
+  caches before each repeat (TVM's ``cache_flush_cpu_non_first_arg``; runtime.cacheflush),
+  outside the timed interval.
 """
 from __future__ import annotations
 
 import math
 import statistics
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from .cacheflush import flush_arguments
+
 _MAX_NUMBER = 1 << 40          # bounds the growth loop even for an empty kernel
-_FLUSH: dict = {"buf": None}
-_FLUSH_LOCK = threading.Lock()
 
 
 class _TimeStats:
@@ -133,7 +133,7 @@ class Evaluator:
         clock = time.perf_counter
         while len(results) < self.repeat:
             if self.flush:
-                flush_cpu_cache()
+                flush_arguments(call.regions[1:])
             t0 = clock()
             run(ptrs, number)
             elapsed = clock() - t0
@@ -150,28 +150,3 @@ def _grown(number: int, elapsed: float, target_s: float) -> int:
         return min(number * 10, _MAX_NUMBER)
     projected = int(target_s / (elapsed / number)) + 1
     return min(max(projected, int(number * 1.618) + 1), _MAX_NUMBER)
-
-
-def last_level_cache_bytes() -> int:
-    """Size of the largest CPU cache per sysfs (32 MiB when it cannot be read)."""
-    best = 0
-    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            text = (d / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            best = max(best, int(digits) * mult)
-    return best or 32 << 20
-
-
-def flush_cpu_cache() -> None:
-    """Evict the caches by writing a buffer 1.5x the last-level cache (kept per process)."""
-    with _FLUSH_LOCK:
-        buf = _FLUSH["buf"]
-        if buf is None:
-            buf = np.zeros(last_level_cache_bytes() * 3 // 2, dtype=np.uint8)
-            _FLUSH["buf"] = buf
-        np.add(buf, 1, out=buf)     # read + write every line: dirty data displaces ours
