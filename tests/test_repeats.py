@@ -28,8 +28,11 @@ def test_plan_samples_sizes_the_window_from_the_warm_up_call():
     assert plan_samples(3, 100, 1e-3) == (100, 1)        # 100 ms of 1 ms calls
     assert plan_samples(3, 100, 0.2) == (3, 1)           # slower than the window
     assert plan_samples(3, 100, 0.0) == (3, 1)           # no estimate
-    # 10^5 calls of 1 us: 1000 samples of 100 calls each
-    assert plan_samples(3, 100, 1e-6) == (MAX_SAMPLES_PER_REPEAT, 100)
+    # 10^5 calls of 1 us: 500 samples of 200 calls each (half the samples stay free
+    # for topping up)
+    assert plan_samples(3, 100, 1e-6) == (MAX_SAMPLES_PER_REPEAT // 2, 200)
+    assert plan_samples(3, 100, 2e-4) == (500, 1)
+    assert plan_samples(3, 100, 1.99e-4) == (252, 2)
 
 
 def test_without_a_window_the_samples_are_cut_into_repeats_of_number():
@@ -60,6 +63,16 @@ def test_fast_calls_are_timed_in_loops_to_keep_the_samples_few():
     assert len(g) <= MAX_SAMPLES_PER_REPEAT
     (k, m), = more.asked
     assert m > 1 and 3e-6 + k * m * 1e-6 >= 0.1 - 1e-9
+
+
+def test_calls_faster_than_the_warm_up_still_fill_the_window():
+    # the warm-up call took 20 us, the calls after it 2 us: the plan for a 20 ms window
+    # (500 samples of 2 calls) lasts 2 ms, and the free samples make up the rest
+    per, m = plan_samples(3, 20, 2e-5)
+    more = FakeSamples(2e-6)
+    (g,) = timed_repeats([2e-6] * per, per, m, 1, 20, more)
+    spent = per * m * 2e-6 + sum(k * mm * 2e-6 for k, mm in more.asked)
+    assert spent >= 0.020 - 1e-9 and len(g) <= MAX_SAMPLES_PER_REPEAT
 
 
 def test_figures_below_the_clock_stop_the_top_up():

@@ -12,8 +12,9 @@ TVM grows a repeat's loop of ``number`` calls the same way, so
 whole window, and a repeat took ``number`` times as long as in TVM.)  A sample is one
 call, or, when a repeat would need more than ``MAX_SAMPLES_PER_REPEAT`` calls (a
 microsecond kernel in a 100 ms window), a loop of as many calls as keep the samples
-under that number: the figures then stay few enough to send back from an RPC server
-(its replies are capped at 1 MB) and to take a median of cheaply.
+under that number (the plan uses at most half of them, so that a repeat the warm-up call
+misjudged can still be topped up to the window): the figures then stay few enough to send
+back from an RPC server (its replies are capped at 1 MB) and to take a median of cheaply.
 
 Invariants: a repeat has at least ``number`` samples and at most
 ``max(number, MAX_SAMPLES_PER_REPEAT)``; every figure is seconds per call; a repeat's
@@ -26,6 +27,11 @@ import math
 import statistics
 
 MAX_SAMPLES_PER_REPEAT = 1000
+# The plan, and each top-up, takes at most half the samples still free.  The plan comes
+# from the warm-up call, which is often slower than the calls after it: a plan that used
+# every sample left no room to top the repeat up, and it ended short of the window (a
+# 20 ms window of a microsecond kernel measured 35 ms for two repeats).
+_PLAN_SAMPLES = MAX_SAMPLES_PER_REPEAT // 2
 
 
 def plan_samples(number: int, min_repeat_ms: float, estimate: float) -> tuple:
@@ -35,9 +41,9 @@ def plan_samples(number: int, min_repeat_ms: float, estimate: float) -> tuple:
     if min_repeat_ms <= 0 or estimate <= 0:
         return number, 1
     calls = math.ceil(round(min_repeat_ms / 1e3 / estimate, 6))   # 0.1 / 1e-6 is 100000.00000000001
-    if calls <= MAX_SAMPLES_PER_REPEAT:
+    if calls <= _PLAN_SAMPLES:
         return max(number, calls), 1
-    per_sample = math.ceil(calls / MAX_SAMPLES_PER_REPEAT)
+    per_sample = math.ceil(calls / _PLAN_SAMPLES)
     return max(number, math.ceil(calls / per_sample)), per_sample
 
 
@@ -62,7 +68,7 @@ def timed_repeats(samples: list, per: int, calls_per_sample: int, repeat: int,
             if per_call <= 0:
                 break               # nothing to plan with (figures below the clock)
             need = math.ceil((target - spent) / per_call)
-            room = MAX_SAMPLES_PER_REPEAT - len(g)
+            room = max(1, (MAX_SAMPLES_PER_REPEAT - len(g)) // 2)
             m = math.ceil(need / room)
             k = max(1, min(room, math.ceil(need / m)))
             got = list(time_samples(k, m))
