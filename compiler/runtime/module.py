@@ -89,18 +89,13 @@ def as_aligned(arr, align: int = DEFAULT_ALIGN) -> np.ndarray:
 class PreparedCall:
     """Raw pointers for one call, plus the aligned copies to write back afterwards.
 
-    ``regions`` holds (address, nbytes) of each array argument the kernel reads or writes,
-    in parameter order (the addresses of the aligned copies where copies were made); the
-    cache flush of ``time_evaluator`` evicts them.
-
     ``temps`` owns every aligned copy: the pointers in ``ptrs`` point into them, so they
     must live exactly as long as this object (a freed copy would be reused by numpy).
     """
-    __slots__ = ("ptrs", "writeback", "temps", "regions")
+    __slots__ = ("ptrs", "writeback", "temps")
 
-    def __init__(self, ptrs, writeback, temps, regions):
+    def __init__(self, ptrs, writeback, temps):
         self.ptrs = ptrs
-        self.regions = regions
         self.writeback = writeback
         self.temps = temps
 
@@ -228,7 +223,7 @@ class Function:
         if self.meta.shape_vars:
             shapes, values = bind_shapes(self.meta, arrays)
             checks = tuple((c[0], sh) + c[2:] for c, sh in zip(checks, shapes))
-        ptrs, spans, writeback, temps, regions = [], [], [], [], []
+        ptrs, spans, writeback, temps = [], [], [], []
         # Hot path (every call): one flags object per array, identity test on dtype first.
         for k, ((pname, shape, dt, written, align), a) in enumerate(zip(checks, arrays)):
             if self._scalars and k in self._scalars:
@@ -257,11 +252,24 @@ class Function:
                     writeback.append((a, tmp))
                 ptr = _addressof(_from_buffer(tmp))
             ptrs.append(ptr)
-            regions.append((ptr, nbytes))
         if len(spans) > 1:
             self._check_overlap(spans)
         ptrs.extend(values)
-        return PreparedCall(ptrs, writeback, temps, regions)
+        return PreparedCall(ptrs, writeback, temps)
+
+    def array_regions(self, call: PreparedCall, arrays) -> list:
+        """(address, nbytes) of each non-empty array argument of ``call`` (prepared from
+        ``arrays``), in parameter order, at the addresses the kernel reads (an aligned
+        copy's where one was made): what ``time_evaluator``'s cache flush evicts.  Kept
+        off ``prepare``, which every call runs."""
+        out = []
+        for k, (a, ptr) in enumerate(zip(arrays, call.ptrs)):
+            if self._scalars and k in self._scalars:
+                continue
+            nbytes = np.asarray(a).nbytes     # an NDArray: its own buffer
+            if nbytes:
+                out.append((ptr, nbytes))
+        return out
 
     def _scalar(self, pname, dt, a):
         """A Python number for scalar param ``pname`` (ctypes converts it)."""
