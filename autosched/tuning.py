@@ -249,7 +249,8 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
     """Measure the ``top_k`` best states of ``policy`` and the default schedule's state
     ``rounds`` more times, all of them per round (each round in a rotated order); when a
     tuned state then leads the default's (by ``rank_records``' rule), time just those two
-    ``confirm_rounds`` more rounds.  Returns (the ``retimed_cost`` of the state
+    ``confirm_rounds`` more rounds, and again for the next tuned state when that one
+    takes the lead (each state once).  Returns (the ``retimed_cost`` of the state
     ``rank_records`` puts first, number of measurements), the cost inf when fewer than
     two states qualify (nothing measured).
 
@@ -300,7 +301,11 @@ def retime_states(task, policy, measurer, top_k: int, rounds: int,
         done = _time_rounds(policy, measurer, inputs, builds, range(len(keys)), rounds,
                             figures)
     order = rank_figures(figures, dkey)
-    if confirm_rounds and dkey in figures and order[0] != dkey:
+    # a leader that its confirmation slows may hand the lead to the next tuned state,
+    # which is then confirmed too (each state at most once: at most ``top_k`` duels)
+    confirmed: set = set()
+    while confirm_rounds and dkey in figures and order[0] not in confirmed | {dkey}:
+        confirmed.add(order[0])
         pair = (keys.index(order[0]), keys.index(dkey))
         with more_calls(measurer.runner, RETIME_CALLS, mean=True):
             done += _time_rounds(policy, measurer, inputs, builds, pair, confirm_rounds,
@@ -403,11 +408,12 @@ def rank_records(records, prefer=None) -> list:
     few while tuning) by its slower figure, a state measured once by its figure.  A log
     without re-timing or confirmations ranks by cost, as TVM's.
 
-    ``prefer`` (the default schedule's step list, as ``repr(steps)``) goes first when it
-    was re-timed as often as the best and is within ``PREFER_MARGIN`` of it by
-    ``retimed_cost``, by the median figure or by the mean figure: a tuned schedule
-    replaces the default only when it is measurably faster by all three, not by the
-    noise of a few measurements.  The median guards against a kernel whose figures are
+    ``prefer`` (the default schedule's step list, as ``repr(steps)``) goes first unless a
+    state ranked before it was re-timed as often and is more than ``PREFER_MARGIN``
+    faster by ``retimed_cost``, by the median figure and by the mean figure (then the
+    first such state goes first, ``ranking.clears``): a tuned schedule replaces the
+    default only when it is measurably faster by all three, not by the noise of a few
+    measurements.  The median guards against a kernel whose figures are
     bimodal: on Zen 3 a tuned matmul 512 measured 1.40, 1.42 and 1.52 ms in three of
     seven figures and 2.1-2.97 ms in the others; its second-lowest figure beat the
     default's (1.79 ms) by 20%, and an interleaved re-timing found it 0.80x the
