@@ -174,17 +174,16 @@ def _root_positions(op, indices) -> tuple | None:
     return tuple(pos)
 
 
-def has_layout_free(dag) -> bool:
-    """Whether some compute op of ``dag`` names a layout-free placeholder."""
-    return any(isinstance(op, ComputeOp) and op.attrs.get("layout_free_placeholders")
-               for op in dag.ops)
-
-
 def layout_free_ops(dag) -> frozenset:
     """The placeholder ops some compute op of ``dag`` names layout-free."""
     return frozenset(w.op if isinstance(w, Tensor) else w for op in dag.ops
                      if isinstance(op, ComputeOp)
                      for w in op.attrs.get("layout_free_placeholders", ()))
+
+
+def has_layout_free(dag) -> bool:
+    """Whether some compute op of ``dag`` names a layout-free placeholder."""
+    return bool(layout_free_ops(dag))
 
 
 def plan_rewrites(dag, sch) -> list:
