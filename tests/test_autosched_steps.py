@@ -11,34 +11,15 @@ import json
 import re
 
 import pytest
-from autosched_helpers import (  # noqa: F401
-    PAR,
+from autosched_helpers import (
     PY_CALL,
-    RNG,
     SCENARIOS,
-    TE_ANN,
-    TE_ATTACH,
-    TE_KIND,
-    UNR,
-    VEC,
-    WORKLOADS,
-    FakeInput,
-    FakeResult,
     assert_mirrors_schedule,
     dag_of,
     lowered_pair,
-    make,
     record_round_trip,
-    ref_conv,
     run_and_compare,
     scenario_state,
-    task_of,
-    tiled_matmul_with_cache_write,
-    wl_chain,
-    wl_conv,
-    wl_matmul,
-    wl_matmul_relu,
-    wl_rowsum,
 )
 
 from autosched import steps as ST
